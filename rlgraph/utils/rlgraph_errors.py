@@ -1,0 +1,126 @@
+"""The `RLGraphError` family: every error that rlgraph raises to a user is one of these.
+
+Each error can carry structured context (where it happened, what was expected, what was
+received, a hint) so that messages read the same everywhere:
+
+    FloatBox: unknown key 'hihg' in spec. Expected one of: high, low, shape, ...; received: 'hihg'.
+    Hint: did you mean 'high'?
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+class RLGraphError(Exception):
+    """Base class of all rlgraph errors.
+
+    Args:
+        message: What went wrong.
+        where: The component (global scope), API method, argument or class concerned.
+        expected: What was expected (a space, a value, a list of valid keys).
+        received: What came in instead.
+        hint: What the user can do about it.
+    """
+
+    def __init__(self, message: str = "", *, where: Optional[str] = None, expected: Any = None,
+                 received: Any = None, hint: Optional[str] = None):
+        self.message = message
+        self.where = where
+        self.expected = expected
+        self.received = received
+        self.hint = hint
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        details = []
+        if self.expected is not None:
+            details.append(f"expected {self.expected}")
+        if self.received is not None:
+            details.append(f"received {self.received}")
+        if details:
+            joined = "; ".join(details)
+            text = text.rstrip(".") + ". " + joined[0].upper() + joined[1:] + "."
+        if self.hint:
+            text += f" Hint: {self.hint}"
+        return text
+
+    def __reduce__(self):
+        # Keyword-only context must survive pickling (errors cross process boundaries on Ray).
+        return _rebuild_error, (type(self), self.__dict__.copy())
+
+
+def _rebuild_error(cls, state):
+    error = cls.__new__(cls)
+    error.__dict__.update(state)
+    Exception.__init__(error, error._compose())
+    return error
+
+
+class RLGraphSpaceError(RLGraphError):
+    """A Space (or a value checked against one) does not meet a requirement.
+
+    Args:
+        space: The offending Space.
+        message: What is wrong with it.
+    """
+
+    def __init__(self, space: Any = None, message: str = "", **fields):
+        self.space = space
+        if fields.get("received") is None and space is not None:
+            fields["received"] = space
+        super().__init__(message, **fields)
+
+
+class RLGraphSpecError(RLGraphError, ValueError):
+    """A spec (dict, JSON/YAML file, type name) cannot be turned into an object."""
+
+
+class RLGraphInputIncompleteError(RLGraphError):
+    """The build could not make a component input-complete (some argument spaces never arrived)."""
+
+    def __init__(self, component: Any = None, message: str = "", **fields):
+        self.component = component
+        if fields.get("where") is None and component is not None:
+            fields["where"] = getattr(component, "global_scope", None) or str(component)
+        super().__init__(message, **fields)
+
+
+class RLGraphObsoletedError(RLGraphError):
+    """An API, argument or spec key was renamed or removed.
+
+    Args:
+        type_: The kind of thing ("API method", "spec key", ...).
+        old_value: The obsolete name that was used.
+        new_value: The name to use instead.
+    """
+
+    def __init__(self, type_: str, old_value: str, new_value: str):
+        self.type_ = type_
+        self.old_value = old_value
+        self.new_value = new_value
+        super().__init__(f"the {type_} '{old_value}' is obsolete", expected=f"'{new_value}'",
+                         received=f"'{old_value}'", hint=f"use '{new_value}' instead.")
+
+    def __reduce__(self):
+        return type(self), (self.type_, self.old_value, self.new_value)
+
+
+class RLGraphBackendUnavailableError(RLGraphError, ImportError):
+    """A backend (TensorFlow, PyTorch, Ray) was asked for but is not installed or not known.
+
+    Args:
+        backend: The backend name that was requested.
+        message: Optional override of the default message.
+    """
+
+    _EXTRAS = {"tf": "tf", "pytorch": "torch", "ray": "ray"}
+
+    def __init__(self, backend: str, message: Optional[str] = None, **fields):
+        self.backend = backend
+        extra = self._EXTRAS.get(backend)
+        if message is None:
+            message = f"backend '{backend}' is not available in this Python environment"
+        if "hint" not in fields and extra is not None:
+            fields["hint"] = f"install it with `pip install -c constraints.txt -e \".[{extra}]\"`."
+        super().__init__(message, **fields)

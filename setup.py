@@ -1,0 +1,41 @@
+"""Installs rlgraph. See README.md for the two set-up commands (train the default agent; run the tests)."""
+import os
+
+from setuptools import find_packages, setup
+
+here = os.path.abspath(os.path.dirname(__file__))
+with open(os.path.join(here, "README.md"), encoding="utf-8") as handle:
+    long_description = handle.read()
+
+extras = {
+    "tf": ["tensorflow-cpu>=2.16,<3"],
+    "torch": ["torch>=2.1"],
+    "ray": ["ray>=2.9,<3"],
+    "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
+    "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11"],
+}
+extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
+
+setup(
+    name="rlgraph",
+    version="0.1.0",
+    description="Reinforcement-learning agents built from components, for TensorFlow 2 and PyTorch.",
+    long_description=long_description,
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["rlgraph", "rlgraph.*"]),
+    install_requires=[
+        "numpy>=1.26",
+        "dm-tree>=0.1.8",
+        "gymnasium>=1.0,<2",
+        "PyYAML>=6.0",
+        "tqdm>=4.60",
+    ],
+    extras_require=extras,
+    entry_points={"console_scripts": ["rlgraph=rlgraph.cli.main:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
