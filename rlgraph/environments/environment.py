@@ -1,0 +1,58 @@
+"""`Environment`: the base class of every environment adapter (gymnasium, grid worlds, ...)."""
+from __future__ import annotations
+
+import abc
+import time
+from typing import Any, Optional
+
+from rlgraph.spaces import Space
+from rlgraph.utils.specifiable import Specifiable
+
+
+class Environment(Specifiable, abc.ABC):
+    """An MDP the agent acts in: it owns a state space and an action space.
+
+    Args:
+        state_space: The space of observations (a Space or a space spec).
+        action_space: The space of actions (a Space or a space spec).
+        seed: Optional random seed (see `seed`).
+    """
+
+    def __init__(self, state_space: Any, action_space: Any, seed: Optional[int] = None):
+        self.state_space = Space.from_spec(state_space)
+        self.action_space = Space.from_spec(action_space)
+        if seed is not None:
+            self.seed(seed)
+
+    def seed(self, seed: Optional[int] = None) -> int:
+        """Seeds the environment's randomness; None uses the current epoch seconds.
+
+        Returns:
+            The seed actually used.
+        """
+        seed = int(time.time()) if seed is None else int(seed)
+        self.state_space.seed(seed)
+        self.action_space.seed(seed + 1)
+        return seed
+
+    @abc.abstractmethod
+    def reset(self) -> Any:
+        """Resets the environment and returns the initial state."""
+
+    @abc.abstractmethod
+    def step(self, actions: Any) -> tuple:
+        """Executes `actions` (members of `action_space`).
+
+        Returns:
+            (next_state, reward, terminal, info).
+        """
+
+    def render(self) -> Any:
+        """Renders the current state (subclasses that can render return e.g. an RGB array); default: None."""
+        return None
+
+    def terminate(self) -> None:
+        """Releases resources (windows, emulators, processes); default: nothing to release."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}(state_space={self.state_space}, action_space={self.action_space})"

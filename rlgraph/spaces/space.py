@@ -1,0 +1,286 @@
+"""`Space`: the type and shape of a piece of data, with optional batch and time ranks."""
+from __future__ import annotations
+
+import abc
+import copy
+from collections import OrderedDict
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
+from rlgraph.utils.specifiable import Specifiable
+
+RankFlag = Union[bool, int]
+
+
+def _check_rank_flag(value: Any, name: str) -> RankFlag:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value > 0:
+        return int(value)
+    raise RLGraphSpaceError(None, "invalid rank flag", where=name, expected="True, False or a positive int size",
+                            received=repr(value))
+
+
+class Space(Specifiable, abc.ABC):
+    """Base class of all spaces.
+
+    A space describes data: its dtype, its shape (without batch/time ranks) and whether
+    the data carries a batch rank and/or a time rank in front of that shape. Batch and time
+    ranks are flags, never guessed from shapes.
+
+    Args:
+        add_batch_rank: Whether the data has a batch rank; an int fixes its size.
+        add_time_rank: Whether the data has a time rank; an int fixes its size.
+        time_major: Whether the time rank comes before the batch rank.
+    """
+
+    def __init__(self, add_batch_rank: RankFlag = False, add_time_rank: RankFlag = False, time_major: bool = False):
+        self._batch_rank = _check_rank_flag(add_batch_rank, f"{type(self).__name__}(add_batch_rank)")
+        self._time_rank = _check_rank_flag(add_time_rank, f"{type(self).__name__}(add_time_rank)")
+        self.time_major = bool(time_major)
+        self._rng: Optional[np.random.RandomState] = None
+
+    # --- Ranks -----------------------------------------------------------------------------
+    @property
+    def has_batch_rank(self) -> bool:
+        return self._batch_rank is not False
+
+    @property
+    def has_time_rank(self) -> bool:
+        return self._time_rank is not False
+
+    @property
+    def batch_size(self) -> Optional[int]:
+        """The fixed batch-rank size, or None if the batch rank is variable or absent."""
+        return None if isinstance(self._batch_rank, bool) else self._batch_rank
+
+    @property
+    def time_size(self) -> Optional[int]:
+        """The fixed time-rank size, or None if the time rank is variable or absent."""
+        return None if isinstance(self._time_rank, bool) else self._time_rank
+
+    def _extra_dims(self, with_batch_rank: RankFlag, with_time_rank: RankFlag, time_major: Optional[bool]) -> tuple:
+        """The leading (batch/time) dims that `get_shape` puts in front of the shape."""
+        batch = _rank_dim(self._batch_rank, with_batch_rank)
+        time = _rank_dim(self._time_rank, with_time_rank)
+        time_major = self.time_major if time_major is None else time_major
+        ordered = (time, batch) if time_major else (batch, time)
+        return tuple(d for d in ordered if d is not _ABSENT)
+
+    def with_batch_rank(self, add_batch_rank: RankFlag = True) -> "Space":
+        """A deep copy of this space with the batch-rank flag (or fixed size) set to `add_batch_rank`."""
+        return self.with_extra_ranks(add_batch_rank=add_batch_rank, add_time_rank=None, time_major=None)
+
+    def with_time_rank(self, add_time_rank: RankFlag = True) -> "Space":
+        """A deep copy of this space with the time-rank flag (or fixed size) set to `add_time_rank`."""
+        return self.with_extra_ranks(add_batch_rank=None, add_time_rank=add_time_rank, time_major=None)
+
+    def with_extra_ranks(self, add_batch_rank: Optional[RankFlag] = True, add_time_rank: Optional[RankFlag] = True,
+                         time_major: Optional[bool] = False) -> "Space":
+        """A deep copy with batch/time flags and time-majorness set; None leaves a property as is."""
+        clone = copy.deepcopy(self)
+        clone._set_ranks(add_batch_rank, add_time_rank, time_major)
+        return clone
+
+    def _set_ranks(self, add_batch_rank: Optional[RankFlag], add_time_rank: Optional[RankFlag],
+                   time_major: Optional[bool]) -> None:
+        if add_batch_rank is not None:
+            self._batch_rank = _check_rank_flag(add_batch_rank, "add_batch_rank")
+        if add_time_rank is not None:
+            self._time_rank = _check_rank_flag(add_time_rank, "add_time_rank")
+        if time_major is not None:
+            self.time_major = bool(time_major)
+
+    def strip_ranks(self) -> "Space":
+        """A deep copy of this space without batch and time ranks."""
+        return self.with_extra_ranks(False, False, False)
+
+    # --- Interface of concrete spaces -----------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        """The shape without batch or time ranks (containers: nested tuple)."""
+        return self.get_shape()
+
+    @property
+    @abc.abstractmethod
+    def rank(self) -> Union[int, tuple]:
+        """The rank without batch or time ranks, e.g. 3 for shape (10, 7, 5)."""
+
+    @property
+    @abc.abstractmethod
+    def dtype(self) -> Any:
+        """The numpy dtype (containers: nested tuple of dtypes)."""
+
+    @property
+    @abc.abstractmethod
+    def flat_dim(self) -> int:
+        """The length of a flat vector holding one sample (no batch or time ranks)."""
+
+    @abc.abstractmethod
+    def get_shape(self, with_batch_rank: RankFlag = False, with_time_rank: RankFlag = False,
+                  time_major: Optional[bool] = None, **kwargs) -> tuple:
+        """The shape with the requested batch/time ranks in front.
+
+        Args:
+            with_batch_rank: Include the batch rank if this space has one: as None (or its fixed
+                size), or as the given int when an int (e.g. -1) is passed.
+            with_time_rank: Same for the time rank.
+            time_major: Overrides `self.time_major` (time rank before batch rank).
+
+        Returns:
+            The shape tuple.
+        """
+
+    @abc.abstractmethod
+    def sample(self, size: Union[None, int, tuple] = None, fill_value: Any = None) -> Any:
+        """Draws uniformly at random (or fills with `fill_value`).
+
+        Args:
+            size: None: one sample without batch rank. 1: a batch of one if this space has a
+                batch rank, else one sample. n > 1: a batch of n at axis 0 (even without a batch
+                rank). A tuple, e.g. (batch, time), prepends those dims.
+            fill_value: If given, every element is this value instead of random.
+        """
+
+    @abc.abstractmethod
+    def contains(self, sample: Any) -> bool:
+        """Whether `sample` is a member of this space (optionally with this space's batch/time dims)."""
+
+    @abc.abstractmethod
+    def force_batch(self, samples: Any) -> Any:
+        """Returns `samples` with a batch rank (a batch of one if they had none)."""
+
+    def zeros(self, size: Union[None, int, tuple] = None) -> Any:
+        """Like `sample(size)`, but all elements are zero (False, "" for bool and text)."""
+        return self.sample(size=size, fill_value=0)
+
+    def seed(self, seed: Optional[int]) -> None:
+        """Gives this space its own random generator; None returns to numpy's global one."""
+        self._rng = None if seed is None else np.random.RandomState(seed)
+
+    @property
+    def rng(self) -> np.random.RandomState:
+        """The generator `sample` draws from: the space's own after `seed`, else numpy's global one."""
+        return self._rng if self._rng is not None else np.random.mtrand._rand
+
+    # --- Flattening -----------------------------------------------------------------------------
+    def flatten(self, mapping: Optional[Callable[[str, "Space"], Any]] = None, custom_scope_separator: str = "/",
+                scope_separator_at_start: bool = True, scope_: Optional[str] = None,
+                list_: Optional[list] = None) -> "OrderedDict[str, Any]":
+        """Maps every primitive (non-container) space to an auto-key ("/a/_T0_/b").
+
+        Args:
+            mapping: fn(key, primitive_space) -> value; default: the primitive space itself.
+            custom_scope_separator: The separator between key segments.
+            scope_separator_at_start: Whether keys start with the separator.
+            scope_: For recursive calls only: the key so far.
+            list_: For recursive calls only: the (key, value) pairs collected so far.
+
+        Returns:
+            OrderedDict auto-key -> primitive space (or what `mapping` made of it).
+        """
+        top = list_ is None
+        pairs = [] if top else list_
+        self._flatten(mapping, custom_scope_separator, scope_ or "", pairs)
+        if not top:
+            return pairs
+        if not scope_separator_at_start:
+            cut = len(custom_scope_separator)
+            pairs = [(k[cut:] if k.startswith(custom_scope_separator) else k, v) for k, v in pairs]
+        return OrderedDict(pairs)
+
+    def _flatten(self, mapping, separator: str, scope: str, pairs: list) -> None:
+        pairs.append((scope, mapping(scope, self) if mapping is not None else self))
+
+    def unflatten(self, flat: Any, custom_scope_separator: str = "/") -> Any:
+        """Rebuilds the nested structure of this space from an auto-key -> value mapping."""
+        from rlgraph.utils.nest import unflatten_op
+        return unflatten_op(flat, separator=custom_scope_separator)
+
+    # --- Variables ------------------------------------------------------------------------------
+    def get_variable(self, name: str, is_input_feed: bool = False, add_batch_rank: Optional[RankFlag] = None,
+                     add_time_rank: Optional[RankFlag] = None, time_major: Optional[bool] = None,
+                     is_python: bool = False, local: bool = False, **kwargs) -> Any:
+        """A backend variable (or input signature) shaped like this space.
+
+        Args:
+            name: The variable's name.
+            is_input_feed: TF: a `tf.TensorSpec` (batch/time dims None) for `tf.function` input
+                signatures. PyTorch has no placeholders: a zero tensor with each variable rank of
+                size 1, usable as an example input for tracing.
+            add_batch_rank: Add a batch rank (True: None / the fixed size; int: that size, -1 means
+                None); None: use this space's flag.
+            add_time_rank: Same for the time rank.
+            time_major: Time rank before batch rank; None: this space's flag.
+            is_python: Return a python list of `zeros()` samples instead of a backend object.
+            local: Whether the variable must not be shared across workers (TF: not in the
+                checkpointed collection; PyTorch: registered as a non-persistent buffer).
+            **kwargs: Passed to the backend: `trainable` (default False), `initializer` (None =
+                zeros, a number, an array, or fn(shape, np_dtype) -> array), `backend`.
+
+        Returns:
+            `tf.Variable` / `tf.TensorSpec` / `torch.Tensor` (a `torch.nn.Parameter` if trainable),
+            or a nested dict/tuple of them for container spaces.
+        """
+        from rlgraph.spaces.variables import create_variable
+        return create_variable(self, name, is_input_feed=is_input_feed, add_batch_rank=add_batch_rank,
+                               add_time_rank=add_time_rank, time_major=time_major, is_python=is_python,
+                               local=local, **kwargs)
+
+    # --- Specs ---------------------------------------------------------------------------------
+    @classmethod
+    def from_spec(cls, spec: Any = None, **kwargs) -> "Space":
+        """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict."""
+        from rlgraph.spaces.containers import Dict, Tuple
+        if isinstance(spec, list) or (type(spec) is tuple):
+            return Tuple(*spec, **kwargs)
+        if type(spec) is dict and "type" not in spec and cls in (Space, Dict):
+            return Dict(spec, **kwargs)
+        return super().from_spec(spec, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._repr_body()}{self._repr_flags()})"
+
+    def _repr_body(self) -> str:
+        return ""
+
+    def _repr_flags(self) -> str:
+        flags = []
+        if self.has_batch_rank:
+            flags.append("+batch" if self.batch_size is None else f"+batch={self.batch_size}")
+        if self.has_time_rank:
+            flags.append("+time" if self.time_size is None else f"+time={self.time_size}")
+        if self.time_major and self.has_time_rank:
+            flags.append("time-major")
+        return (", " + ", ".join(flags)) if flags else ""
+
+    def _ranks_equal(self, other: "Space") -> bool:
+        return (self._batch_rank == other._batch_rank and self._time_rank == other._time_rank
+                and (self.time_major == other.time_major or not (self.has_batch_rank and self.has_time_rank)))
+
+    def __deepcopy__(self, memo):
+        # A seeded generator is copied too, so copies sample reproducibly but independently.
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            setattr(clone, key, copy.deepcopy(value, memo))
+        return clone
+
+
+class _Absent:
+    def __repr__(self):
+        return "<absent>"
+
+
+_ABSENT = _Absent()
+
+
+def _rank_dim(flag: RankFlag, requested: RankFlag):
+    """The dim a batch/time rank contributes to a shape, or _ABSENT if it is not included."""
+    if flag is False or requested is False or requested is None:
+        return _ABSENT
+    if not isinstance(requested, bool) and isinstance(requested, (int, np.integer)):
+        return int(requested)
+    return None if flag is True else flag

@@ -1,0 +1,96 @@
+"""Backend variables shaped like a space (`Space.get_variable`). Backends are imported lazily."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from rlgraph.backend_system import get_backend, normalize_backend
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.util import convert_dtype
+
+
+def variable_shape(space, add_batch_rank, add_time_rank, time_major) -> tuple:
+    """The shape of a variable of a primitive `space`; None marks a variable-size rank.
+
+    `add_*_rank` None uses the space's own flag; True adds the rank (its fixed size or None);
+    an int adds a rank of that size (-1 means None).
+    """
+    def dim(requested, has_rank, fixed):
+        if requested is None:
+            requested = has_rank
+        if requested is False:
+            return ()
+        if requested is True:
+            return (fixed,)
+        return (None if int(requested) == -1 else int(requested),)
+
+    batch = dim(add_batch_rank, space.has_batch_rank, space.batch_size)
+    time = dim(add_time_rank, space.has_time_rank, space.time_size)
+    time_major = space.time_major if time_major is None else time_major
+    return (time + batch if time_major else batch + time) + tuple(space.shape)
+
+
+def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) -> np.ndarray:
+    """The initial numpy value of a variable: None -> zeros, a number/array -> broadcast, a callable -> called.
+
+    Variable-size (None) ranks get size 0.
+    """
+    concrete = tuple(0 if d is None else d for d in shape)
+    if initializer is None:
+        return np.zeros(concrete, dtype=dtype) if dtype.kind not in "US" else np.full(concrete, "", dtype=dtype)
+    if callable(initializer):
+        value = initializer(concrete, dtype)
+    elif isinstance(initializer, (int, float, bool, np.number, np.bool_, np.ndarray, list, tuple, str)):
+        value = initializer
+    else:
+        raise RLGraphSpecError("unsupported initializer", where=f"get_variable({name!r})",
+                               expected="None (zeros), a number, an array or fn(shape, dtype) -> array",
+                               received=repr(initializer))
+    try:
+        return np.broadcast_to(np.asarray(value, dtype=dtype), concrete).copy()
+    except ValueError:
+        raise RLGraphSpaceError(None, "initializer does not fit the variable's shape", where=f"get_variable({name!r})",
+                                expected=f"shape {shape}", received=f"shape {np.shape(value)}") from None
+
+
+def create_variable(space, name: str, is_input_feed: bool = False, add_batch_rank=None, add_time_rank=None,
+                    time_major: Optional[bool] = None, is_python: bool = False, local: bool = False,
+                    trainable: bool = False, initializer: Any = None, backend: Optional[str] = None) -> Any:
+    """See `Space.get_variable`. `local` variables are never trainable."""
+    from rlgraph.spaces.containers import ContainerSpace
+    if isinstance(space, ContainerSpace):
+        return space._map_with_keys(lambda key, child: create_variable(
+            child, f"{name}/{key}", is_input_feed, add_batch_rank, add_time_rank, time_major, is_python, local,
+            trainable, initializer, backend))
+    shape = variable_shape(space, add_batch_rank, add_time_rank, time_major)
+    trainable = bool(trainable) and not local
+    if is_python:
+        return [] if None in shape else initial_value(initializer, shape, space.dtype, name)
+    backend = normalize_backend(backend) if backend is not None else get_backend()
+    if backend == "tf":
+        return _tf_variable(space, name, shape, is_input_feed, trainable, initializer)
+    return _torch_variable(space, name, shape, is_input_feed, trainable, initializer)
+
+
+def _tf_variable(space, name, shape, is_input_feed, trainable, initializer):
+    import tensorflow as tf
+    dtype = convert_dtype(space.dtype, to="tf")
+    if is_input_feed:
+        return tf.TensorSpec(shape=shape, dtype=dtype, name=name)
+    value = initial_value(initializer, shape, space.dtype, name)
+    return tf.Variable(value, trainable=trainable, name=name, dtype=dtype, shape=tf.TensorShape(shape))
+
+
+def _torch_variable(space, name, shape, is_input_feed, trainable, initializer):
+    import torch
+    dtype = convert_dtype(space.dtype, to="pytorch")
+    if is_input_feed:
+        return torch.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
+    value = torch.as_tensor(initial_value(initializer, shape, space.dtype, name), dtype=dtype)
+    if trainable:
+        if not (value.is_floating_point() or value.is_complex()):
+            raise RLGraphSpaceError(space, "only float variables can be trainable in PyTorch",
+                                    where=f"get_variable({name!r})", hint="pass trainable=False.")
+        return torch.nn.Parameter(value, requires_grad=True)
+    return value
