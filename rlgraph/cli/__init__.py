@@ -1,0 +1,1 @@
+"""The `rlgraph` command line tool."""

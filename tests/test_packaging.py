@@ -1,0 +1,45 @@
+"""The install story: README commands, CI script, extras and pins stay consistent."""
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands():
+    text = (ROOT / "README.md").read_text()
+    return [line.strip() for line in re.findall(r"```bash\n(.*?)```", text, flags=re.S)]
+
+
+def test_readme_has_the_two_setup_commands():
+    commands = _readme_commands()
+    assert any("rlgraph train configs/dqn_cartpole.json" in c for c in commands)
+    assert any("pytest" in c for c in commands)
+    assert all("-c constraints.txt" in c for c in commands if "pip install" in c)
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    test_command = next(c for c in _readme_commands() if "pytest" in c)
+    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_constraints_pin_the_tested_versions():
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["torch"] == "2.13.0"
+    assert pins["tensorflow-cpu"].startswith("2.21")
+    assert pins["gymnasium"].startswith("1.")
+    assert "dm-tree" in pins and "ray" in pins
+
+
+def test_setup_declares_the_extras():
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    extras = next(node.value for node in ast.walk(tree)
+                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "extras")
+    keys = {key.value for key in extras.keys}
+    assert {"tf", "torch", "ray", "atari", "test"} <= keys
+
+
+def test_layout():
+    for path in ("setup.py", "rlgraph", "tests", "configs", "docs", "examples", ".ci/run"):
+        assert (ROOT / path).exists(), path
