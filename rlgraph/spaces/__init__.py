@@ -15,10 +15,10 @@ from rlgraph.spaces.space_utils import (check_space_equivalence, get_list_regist
 # Names usable as "type" in space specs (matched case- and punctuation-insensitively:
 # "float-box", "FloatBox" and "float_box" are the same), plus python types.
 Space.__lookup_classes__ = {
-    "boolbox": BoolBox, "bool": BoolBox, bool: BoolBox,
-    "intbox": IntBox, "int": IntBox, int: IntBox,
-    "floatbox": FloatBox, "float": FloatBox, float: FloatBox,
-    "textbox": TextBox, "text": TextBox, "str": TextBox, str: TextBox,
+    "bool-box": BoolBox, "bool": BoolBox, bool: BoolBox,
+    "int-box": IntBox, "int": IntBox, int: IntBox,
+    "float-box": FloatBox, "float": FloatBox, float: FloatBox,
+    "text-box": TextBox, "text": TextBox, "str": TextBox, str: TextBox,
     "dict": Dict, dict: Dict,
     "tuple": Tuple, "list": Tuple, tuple: Tuple, list: Tuple,
 }

@@ -118,7 +118,8 @@ class BoxSpace(Space):
     def sample(self, size: Union[None, int, tuple] = None, fill_value: Any = None) -> Any:
         shape = self._sample_dims(size) + self._shape
         if fill_value is not None:
-            values = np.full(shape, fill_value, dtype=self._dtype)
+            # Text has no fixed width: let numpy size the string dtype to the fill value.
+            values = np.full(shape, fill_value, dtype=None if self._dtype.kind in "US" else self._dtype)
         else:
             values = self._random(shape)
         return values[()] if values.ndim == 0 else values

@@ -129,7 +129,7 @@ def _child_space(spec: Any, where: str) -> Space:
     if isinstance(spec, Mapping) and "type" not in spec:
         return Dict(spec)
     if isinstance(spec, (list, tuple)):
-        return Tuple(*spec)
+        return Tuple(list(spec))
     try:
         return Space.from_spec(spec)
     except RLGraphSpaceError:

@@ -19,7 +19,7 @@ class IntBox(BoxSpace):
 
     Args:
         low: Lower bound(s) (inclusive). Given alone, it is the (exclusive) upper bound and low is 0.
-        high: Upper bound(s) (exclusive).
+        high: Upper bound(s) (exclusive). Given alone, low is 0.
         shape: The shape; derived from array bounds if None.
         dtype: An integer dtype (default int32).
         **kwargs: `add_batch_rank`, `add_time_rank`, `time_major` (see `Space`).
@@ -39,6 +39,8 @@ class IntBox(BoxSpace):
         self._bounded = low is not None or high is not None
         if low is not None and high is None:
             low, high = 0, low
+        elif low is None and high is not None:
+            low = 0
         info = np.iinfo(np_dtype)
         low = info.min if low is None else low
         high = info.max if high is None else high

@@ -235,7 +235,7 @@ class Space(Specifiable, abc.ABC):
         """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict."""
         from rlgraph.spaces.containers import Dict, Tuple
         if isinstance(spec, list) or (type(spec) is tuple):
-            return Tuple(*spec, **kwargs)
+            return Tuple(list(spec), **kwargs)
         if type(spec) is dict and "type" not in spec and cls in (Space, Dict):
             return Dict(spec, **kwargs)
         return super().from_spec(spec, **kwargs)
