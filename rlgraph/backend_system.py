@@ -12,6 +12,7 @@ Nothing here imports tensorflow or torch: availability is probed with `importlib
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import threading
@@ -45,7 +46,13 @@ def normalize_backend(name: str, source: str = "backend") -> str:
 def is_backend_installed(name: str) -> bool:
     """Whether the python package of backend `name` can be imported (without importing it)."""
     key = name if name in DISTRIBUTED_BACKENDS else normalize_backend(name)
-    return importlib.util.find_spec(_MODULES[key]) is not None
+    return _module_exists(_MODULES[key])
+
+
+@functools.lru_cache(maxsize=None)
+def _module_exists(module: str) -> bool:
+    # Cached: get_backend() runs inside graph functions, and installs don't change mid-process.
+    return importlib.util.find_spec(module) is not None
 
 
 def _require_installed(name: str) -> str:

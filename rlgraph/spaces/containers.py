@@ -110,12 +110,6 @@ class ContainerSpace(Space):
             setattr(clone, key, copy.deepcopy(value, memo))
         return clone
 
-    def __getstate__(self):
-        return self.__dict__.copy()
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-
     def _repr_body(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self._children())
 

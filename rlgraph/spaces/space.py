@@ -161,9 +161,10 @@ class Space(Specifiable, abc.ABC):
         self._rng = None if seed is None else np.random.RandomState(seed)
 
     @property
-    def rng(self) -> np.random.RandomState:
-        """The generator `sample` draws from: the space's own after `seed`, else numpy's global one."""
-        return self._rng if self._rng is not None else np.random.mtrand._rand
+    def rng(self) -> Any:
+        """What `sample` draws from: the space's own RandomState after `seed`, else the `np.random`
+        module (numpy's global generator, which has the same methods)."""
+        return self._rng if self._rng is not None else np.random
 
     # --- Flattening -----------------------------------------------------------------------------
     def flatten(self, mapping: Optional[Callable[[str, "Space"], Any]] = None, custom_scope_separator: str = "/",
