@@ -235,9 +235,9 @@ class Space(Specifiable, abc.ABC):
     def from_spec(cls, spec: Any = None, **kwargs) -> "Space":
         """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict."""
         from rlgraph.spaces.containers import Dict, Tuple
-        if isinstance(spec, list) or (type(spec) is tuple):
+        if isinstance(spec, (list, tuple)) and not isinstance(spec, Space):
             return Tuple(list(spec), **kwargs)
-        if type(spec) is dict and "type" not in spec and cls in (Space, Dict):
+        if isinstance(spec, dict) and not isinstance(spec, Space) and "type" not in spec and cls in (Space, Dict):
             return Dict(spec, **kwargs)
         return super().from_spec(spec, **kwargs)
 

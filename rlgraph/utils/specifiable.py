@@ -144,7 +144,7 @@ class Specifiable:
             return spec
         if isinstance(spec, str) and spec.lower().endswith(_FILE_EXTENSIONS):
             return cls.from_file(spec, **kwargs)
-        if isinstance(spec, dict) and type(spec) is dict:
+        if isinstance(spec, dict) and not isinstance(spec, Specifiable):
             spec = copy.deepcopy(spec)
             type_ = spec.pop("type", None)
             spec.update(kwargs)
