@@ -43,3 +43,15 @@ def test_setup_declares_the_extras():
 def test_layout():
     for path in ("setup.py", "rlgraph", "tests", "configs", "docs", "examples", ".ci/run"):
         assert (ROOT / path).exists(), path
+
+
+def test_ci_script_fails_when_pytest_collects_nothing_or_fails(tmp_path):
+    import subprocess
+    script = (ROOT / ".ci" / "run").read_text()
+    test_command = next(c for c in _readme_commands() if "pytest" in c)
+    (tmp_path / ".ci").mkdir()
+    outcomes = {}
+    for status in (0, 1, 5):
+        (tmp_path / ".ci" / "run").write_text(script.replace(test_command, f"(exit {status})"))
+        outcomes[status] = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True).returncode
+    assert outcomes == {0: 0, 1: 1, 5: 1}
