@@ -201,13 +201,13 @@ class Space(Specifiable, abc.ABC):
         return unflatten_op(flat, separator=custom_scope_separator)
 
     # --- Variables ------------------------------------------------------------------------------
-    def get_variable(self, name: str, is_input_feed: bool = False, add_batch_rank: Optional[RankFlag] = None,
+    def get_variable(self, name: Optional[str] = None, is_input_feed: bool = False, add_batch_rank: Optional[RankFlag] = None,
                      add_time_rank: Optional[RankFlag] = None, time_major: Optional[bool] = None,
                      is_python: bool = False, local: bool = False, **kwargs) -> Any:
         """A backend variable (or input signature) shaped like this space.
 
         Args:
-            name: The variable's name.
+            name: The variable's name (default "variable").
             is_input_feed: TF: a `tf.TensorSpec` (batch/time dims None) for `tf.function` input
                 signatures. PyTorch has no placeholders: a zero tensor with each variable rank of
                 size 1, usable as an example input for tracing.

@@ -1,13 +1,37 @@
 """Backend variables shaped like a space (`Space.get_variable`). Backends are imported lazily."""
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import threading
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 from rlgraph.utils.util import convert_dtype
+
+
+class _CreationState(threading.local):
+    owner = None  # The component whose variables are being created in this thread.
+
+
+_creation = _CreationState()
+
+
+@contextlib.contextmanager
+def creation_context(owner: Any) -> Iterator[None]:
+    """Routes every variable created in this thread to `owner` while active.
+
+    `owner` provides `adjust_trainable(trainable) -> bool`, `device` and
+    `on_variable_created(name, variable, initial, trainable, local)` (components do).
+    """
+    previous = _creation.owner
+    _creation.owner = owner
+    try:
+        yield
+    finally:
+        _creation.owner = previous
 
 
 def variable_shape(space, add_batch_rank, add_time_rank, time_major) -> tuple:
@@ -54,40 +78,59 @@ def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) ->
                                 expected=f"shape {shape}", received=f"shape {np.shape(value)}") from None
 
 
-def create_variable(space, name: str, is_input_feed: bool = False, add_batch_rank=None, add_time_rank=None,
+def create_variable(space, name: Optional[str], is_input_feed: bool = False, add_batch_rank=None, add_time_rank=None,
                     time_major: Optional[bool] = None, is_python: bool = False, local: bool = False,
                     trainable: bool = False, initializer: Any = None, backend: Optional[str] = None) -> Any:
     """See `Space.get_variable`. `local` variables are never trainable."""
     from rlgraph.spaces.containers import ContainerSpace
+    name = name or "variable"
     if isinstance(space, ContainerSpace):
         return space._map_with_keys(lambda key, child: create_variable(
             child, f"{name}/{key}", is_input_feed, add_batch_rank, add_time_rank, time_major, is_python, local,
             trainable, initializer, backend))
     shape = variable_shape(space, add_batch_rank, add_time_rank, time_major)
+    owner = None if is_input_feed or is_python else _creation.owner
+    if owner is not None:
+        trainable = owner.adjust_trainable(trainable)
     trainable = bool(trainable) and not local
     if is_python:
         return [] if None in shape else initial_value(initializer, shape, space.dtype, name)
     backend = normalize_backend(backend) if backend is not None else get_backend()
+    device = getattr(owner, "device", None)
+    if is_input_feed:
+        value = None
+    else:
+        value = initial_value(initializer, shape, space.dtype, name)
     if backend == "tf":
-        return _tf_variable(space, name, shape, is_input_feed, trainable, initializer)
-    return _torch_variable(space, name, shape, is_input_feed, trainable, initializer)
+        variable = _tf_variable(space, name, shape, is_input_feed, trainable, value, device)
+    else:
+        variable = _torch_variable(space, name, shape, is_input_feed, trainable, value, device)
+    if owner is not None:
+        # Constant initializers are kept as the scalar; others as the array (to restore after a build).
+        initial = initializer if initializer is None or np.ndim(initializer) == 0 and not callable(initializer) \
+            else value
+        owner.on_variable_created(name, variable, 0 if initial is None else initial, trainable, bool(local))
+    return variable
 
 
-def _tf_variable(space, name, shape, is_input_feed, trainable, initializer):
+def _tf_variable(space, name, shape, is_input_feed, trainable, value, device):
     import tensorflow as tf
     dtype = convert_dtype(space.dtype, to="tf")
     if is_input_feed:
         return tf.TensorSpec(shape=shape, dtype=dtype, name=name)
-    value = initial_value(initializer, shape, space.dtype, name)
-    return tf.Variable(value, trainable=trainable, name=name, dtype=dtype, shape=tf.TensorShape(shape))
+    # init_scope: variables are created eagerly even if requested while a tf.function traces.
+    with tf.init_scope(), (tf.device(device) if device else contextlib.nullcontext()):
+        return tf.Variable(value, trainable=trainable, name=name, dtype=dtype, shape=tf.TensorShape(shape))
 
 
-def _torch_variable(space, name, shape, is_input_feed, trainable, initializer):
+def _torch_variable(space, name, shape, is_input_feed, trainable, value, device):
     import torch
     dtype = convert_dtype(space.dtype, to="pytorch")
     if is_input_feed:
         return torch.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
-    value = torch.as_tensor(initial_value(initializer, shape, space.dtype, name), dtype=dtype)
+    value = torch.as_tensor(value, dtype=dtype)
+    if device:
+        value = value.to(device)
     if trainable:
         if not (value.is_floating_point() or value.is_complex()):
             raise RLGraphSpaceError(space, "only float variables can be trainable in PyTorch",

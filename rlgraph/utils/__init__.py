@@ -1,9 +1,10 @@
 """Utilities: specs, errors, nesting, dtype helpers and numpy reference maths. No backend imports."""
-from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphError, RLGraphInputIncompleteError,
-                                          RLGraphObsoletedError, RLGraphSpaceError, RLGraphSpecError)
+from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphCheckpointError, RLGraphError,
+                                          RLGraphInputIncompleteError, RLGraphObsoletedError, RLGraphSpaceError,
+                                          RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
 from rlgraph.utils.util import convert_dtype, force_list, force_tuple
 
 __all__ = ["RLGraphError", "RLGraphSpaceError", "RLGraphSpecError", "RLGraphInputIncompleteError",
-           "RLGraphObsoletedError", "RLGraphBackendUnavailableError", "Specifiable", "convert_dtype", "force_list",
-           "force_tuple"]
+           "RLGraphObsoletedError", "RLGraphBackendUnavailableError", "RLGraphCheckpointError", "Specifiable",
+           "convert_dtype", "force_list", "force_tuple"]

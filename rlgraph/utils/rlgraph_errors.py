@@ -124,3 +124,7 @@ class RLGraphBackendUnavailableError(RLGraphError, ImportError):
         if "hint" not in fields and extra is not None:
             fields["hint"] = f"install it with `pip install -c constraints.txt -e \".[{extra}]\"`."
         super().__init__(message, **fields)
+
+
+class RLGraphCheckpointError(RLGraphError):
+    """A checkpoint or exported model cannot be written, read, or does not fit the graph."""

@@ -1,0 +1,340 @@
+"""The `Component` base class: sub-components, API methods, graph functions, input-completeness.
+
+Variable handling lives in `ComponentVariablesMixin` (component_variables.py); the build itself
+in `rlgraph.graphs`.
+"""
+from __future__ import annotations
+
+import copy as copy_module
+import types
+from typing import Any, Dict, Iterable, List, Optional
+
+from rlgraph.components.component_variables import ComponentVariablesMixin
+from rlgraph.spaces.space_utils import check_space_equivalence
+from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, make_api_info
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
+from rlgraph.utils.specifiable import Specifiable
+
+# Class object -> {api name: (ApiInfo, wrapper)} / {graph_fn name: GraphFnInfo}, own methods only.
+_CLASS_APIS: Dict[type, Dict[str, tuple]] = {}
+_CLASS_GRAPH_FNS: Dict[type, Dict[str, GraphFnInfo]] = {}
+
+
+class Component(ComponentVariablesMixin, Specifiable):
+    """Base class of every building block: layers, networks, memories, optimizers, losses.
+
+    A component holds sub-components, API methods (`@rlgraph_api`), graph functions
+    (`@graph_fn`, the only place with backend code) and variables, which it creates in
+    `create_variables` once the spaces of all its API arguments are known ("input-complete").
+
+    Args:
+        *sub_components: Components to add right away. A leading string is taken as `scope`
+            (`super().__init__(scope, **kwargs)` as in the custom-component tutorial).
+        scope: The local name; the global scope is the parents' scopes joined by "/".
+        device: Where this component's variables live ("cpu", "cuda:0", "/device:CPU:0").
+        trainable: Overrides the `trainable` flag of every variable this component creates
+            (None: each variable decides).
+        summary_regexp: Only summaries whose name matches this regexp are created.
+        name: Alias of `scope`, kept for reference compatibility.
+    """
+
+    __lookup_classes__: dict = {}
+
+    def __init__(self, *sub_components: Any, scope: Optional[str] = None, device: Optional[str] = None,
+                 trainable: Optional[bool] = None, summary_regexp: Optional[str] = None,
+                 name: Optional[str] = None, **kwargs):
+        if sub_components and isinstance(sub_components[0], str):
+            if scope is not None:
+                raise RLGraphError("scope given twice", where=type(self).__name__,
+                                   received=f"{sub_components[0]!r} and {scope!r}")
+            scope, sub_components = sub_components[0], sub_components[1:]
+        if kwargs:
+            raise RLGraphError(f"unknown constructor argument(s) {sorted(kwargs)}", where=type(self).__name__,
+                               expected="scope, device, trainable, summary_regexp, name")
+        self.scope = scope or name or _default_scope(type(self))
+        if "/" in self.scope:
+            raise RLGraphError("a scope cannot contain '/'", where=type(self).__name__, received=repr(self.scope))
+        self.name = self.scope
+        self.global_scope = self.scope
+        self.device = device
+        self.trainable = trainable
+        self.summary_regexp = summary_regexp
+        self.parent_component: Optional[Component] = None
+        self.sub_components: Dict[str, Component] = {}
+        self.api_methods: Dict[str, ApiInfo] = {n: info for n, (info, _) in _class_apis(type(self)).items()}
+        self.graph_fns: Dict[str, GraphFnInfo] = dict(_class_graph_fns(type(self)))
+        self.api_method_inputs: Dict[str, Any] = {}
+        self.input_complete = False
+        self.variable_complete = False
+        self._init_variable_state()
+        if sub_components:
+            self.add_components(*sub_components)
+
+    # --- Class registry ----------------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        apis, graph_fns = {}, {}
+        for attr, value in list(cls.__dict__.items()):
+            info = getattr(value, "rlgraph_api", None)
+            if isinstance(info, ApiInfo):
+                apis[info.name] = (info, value)
+                if info.name != attr:
+                    setattr(cls, info.name, value)  # `_graph_fn_x` thin-wrapped as API `x`.
+            gf = getattr(value, "rlgraph_graph_fn", None)
+            if isinstance(gf, GraphFnInfo):
+                graph_fns[gf.name] = gf
+        _CLASS_APIS[cls] = apis
+        _CLASS_GRAPH_FNS[cls] = graph_fns
+
+    def register_api(self, info: ApiInfo, wrapper, ok_to_overwrite: bool = False) -> None:
+        """Defines an API method on this instance only (`rlgraph_api(component=self)`)."""
+        if info.name in self.api_methods and not ok_to_overwrite and info.name in self.__dict__:
+            raise RLGraphError(f"API method '{info.name}' is already defined", where=self.global_scope,
+                               hint="pass ok_to_overwrite=True to replace it.")
+        self.api_methods[info.name] = info
+        setattr(self, info.name, types.MethodType(wrapper, self))
+        if info.graph_fn is not None:
+            self.graph_fns[info.graph_fn.name] = info.graph_fn
+
+    def register_graph_fn(self, info: GraphFnInfo, bound) -> None:
+        """Defines a graph function on this instance only (`graph_fn(component=self)`)."""
+        self.graph_fns[info.name] = info
+        setattr(self, info.name, bound)
+
+    # --- Sub-components ----------------------------------------------------------------------------
+    def add_components(self, *components: "Component", expose_apis: Optional[Iterable[str]] = None) -> None:
+        """Adds sub-components; `expose_apis` names child API methods to re-offer on this component."""
+        for component in components:
+            if not isinstance(component, Component):
+                raise RLGraphError("can only add Component objects", where=f"{self.global_scope}.add_components",
+                                   received=type(component).__name__)
+            if component.parent_component is not None:
+                raise RLGraphError(f"component '{component.scope}' already has a parent",
+                                   where=f"{self.global_scope}.add_components",
+                                   received=component.parent_component.global_scope,
+                                   hint="use component.copy() to add an independent duplicate.")
+            if component.scope in self.sub_components:
+                raise RLGraphError(f"a sub-component with scope '{component.scope}' exists already",
+                                   where=f"{self.global_scope}.add_components",
+                                   hint="give the new component another scope.")
+            if component is self or self in component.get_all_sub_components():
+                raise RLGraphError("cannot add a component to itself or to one of its descendants",
+                                   where=f"{self.global_scope}.add_components")
+            self.sub_components[component.scope] = component
+            component.parent_component = self
+            self.propagate_scope(component)
+            for name in expose_apis or ():
+                self._expose_api(component, name)
+            if self.variable_registry or component.variable_registry:
+                component.propagate_variables()
+
+    def _expose_api(self, child: "Component", name: str) -> None:
+        if name not in child.api_methods:
+            raise RLGraphError(f"cannot expose unknown API method '{name}'", where=child.global_scope,
+                               expected=sorted(child.api_methods))
+        child_info = child.api_methods[name]
+
+        def exposed(self_, *args, **kwargs):
+            return getattr(child, name)(*args, **kwargs)
+
+        from rlgraph.utils.decorators import _api_wrapper
+        info = make_api_info(child_info.func, name, child_info.must_be_complete, child_info.returns,
+                             child_info.no_grad)
+        info.func = exposed
+        self.register_api(info, _api_wrapper(info), ok_to_overwrite=True)
+
+    def get_sub_component_by_name(self, name: str) -> "Component":
+        """The direct sub-component with local scope `name`.
+
+        Raises:
+            RLGraphError: If there is none; the message lists the existing names.
+        """
+        if name not in self.sub_components:
+            raise RLGraphError(f"no sub-component named '{name}'", where=self.global_scope,
+                               expected=sorted(self.sub_components))
+        return self.sub_components[name]
+
+    sub_component_by_name = get_sub_component_by_name
+
+    def get_sub_component_by_global_scope(self, scope: str) -> Optional["Component"]:
+        """The sub-component (any depth) with global scope `scope`, or None."""
+        return next((c for c in self.get_all_sub_components() if c.global_scope == scope), None)
+
+    def remove_sub_component_by_name(self, name: str) -> "Component":
+        """Detaches and returns the direct sub-component `name` (with its variables' registry entries)."""
+        component = self.get_sub_component_by_name(name)
+        del self.sub_components[name]
+        component.parent_component = None
+        prefix = component.global_scope + "/"
+        for owner in [self] + self.get_parents():
+            for key in [k for k in owner.variable_registry if k.startswith(prefix)]:
+                del owner.variable_registry[key]
+        self.propagate_scope(component)
+        return component
+
+    def get_all_sub_components(self, list_: Optional[list] = None, level_: int = 0) -> List["Component"]:
+        """All components of this sub-tree, deepest level first, this component last."""
+        levels: List[List[Component]] = []
+
+        def collect(component, level):
+            while len(levels) <= level:
+                levels.append([])
+            levels[level].append(component)
+            for child in component.sub_components.values():
+                collect(child, level + 1)
+
+        collect(self, level_)
+        ordered = [c for level in reversed(levels) for c in level]
+        return (list_ or []) + ordered
+
+    def get_parents(self) -> List["Component"]:
+        """Parent, grand-parent, ... up to the root."""
+        parents, node = [], self.parent_component
+        while node is not None:
+            parents.append(node)
+            node = node.parent_component
+        return parents
+
+    def propagate_scope(self, sub_component: Optional["Component"] = None) -> None:
+        """Recomputes the global scope of `sub_component` (default: self) and its sub-tree."""
+        component = sub_component or self
+        parent = component.parent_component
+        component.global_scope = component.scope if parent is None else f"{parent.global_scope}/{component.scope}"
+        for child in component.sub_components.values():
+            self.propagate_scope(child)
+
+    def propagate_sub_component_properties(self, properties: Dict[str, Any],
+                                           component: Optional["Component"] = None) -> None:
+        """Sets `properties` (name -> value) on `component` (default: self) and its whole sub-tree."""
+        for c in (component or self).get_all_sub_components():
+            for key, value in properties.items():
+                setattr(c, key, value)
+
+    # --- Input-completeness --------------------------------------------------------------------------
+    def register_input_space(self, arg: str, space: Any, api_name: str) -> None:
+        """Records the space of API argument `arg`; the same name must always get equivalent spaces."""
+        known = self.api_method_inputs.get(arg)
+        if known is None:
+            self.api_method_inputs[arg] = space
+            return
+        if known is space:
+            return
+        merged = check_space_equivalence(known, space)
+        if merged is False:
+            raise RLGraphSpaceError(space, f"argument '{arg}' received a space that differs from an earlier call",
+                                    where=f"{self.global_scope}.{api_name}({arg})", expected=known, received=space,
+                                    hint="API arguments of the same name must get equivalent spaces in every call.")
+        self.api_method_inputs[arg] = merged
+
+    def missing_input_spaces(self) -> Dict[str, List[str]]:
+        """API method -> the names of its arguments whose spaces are still unknown."""
+        missing = {}
+        for name, info in self.api_methods.items():
+            if not info.must_be_complete:
+                continue
+            lacking = [a for a in info.required if self.api_method_inputs.get(a) is None]
+            if lacking:
+                missing[name] = lacking
+        return missing
+
+    def check_input_completeness(self) -> bool:
+        """Whether all spaces of all (must-be-complete) API arguments are known; sticky once True."""
+        if not self.input_complete:
+            self.input_complete = not self.missing_input_spaces()
+        return self.input_complete
+
+    def check_variable_completeness(self) -> bool:
+        """Whether this component and its whole sub-tree have created their variables."""
+        if not self.variable_complete:
+            self.variable_complete = self.variables_created and all(
+                c.check_variable_completeness() for c in self.sub_components.values())
+        return self.variable_complete
+
+    def check_input_spaces(self, input_spaces: Dict[str, Any], action_space: Any = None) -> None:
+        """Override to validate the argument spaces (raise an `RLGraphSpaceError` naming the argument)."""
+
+    def create_variables(self, input_spaces: Dict[str, Any], action_space: Any = None) -> None:
+        """Override to create variables with `self.get_variable(...)` (or `space.get_variable(...)`)."""
+
+    def when_input_complete(self, input_spaces: Optional[Dict[str, Any]] = None, action_space: Any = None,
+                            device: Optional[str] = None, summary_regexp: Optional[str] = None) -> None:
+        """Runs `check_input_spaces` then `create_variables` (called by the build system)."""
+        spaces = dict(self.api_method_inputs if input_spaces is None else input_spaces)
+        if device is not None:
+            self.device = device
+        if summary_regexp is not None:
+            self.summary_regexp = summary_regexp
+        self.check_input_spaces(spaces, action_space)
+        with self._variable_creation_scope():
+            self.create_variables(spaces, action_space)
+        self.variables_created = True
+
+    def get_number_of_allowed_inputs(self, api_method_name: str) -> tuple:
+        """(min, max) number of positional arguments of an API method; max None for `*args`."""
+        info = self.api_methods[api_method_name]
+        return len(info.required), None if info.var_positional else len(info.arg_names)
+
+    # --- Copies ------------------------------------------------------------------------------------
+    def copy(self, name: Optional[str] = None, scope: Optional[str] = None, device: Optional[str] = None,
+             trainable: Optional[bool] = None, reuse_variable_scope: Optional[str] = None,
+             reuse_variable_scope_for_sub_components: Optional[str] = None) -> "Component":
+        """An unbuilt duplicate without parent; it creates its own variables when built.
+
+        Args:
+            name: Alias of `scope`.
+            scope: The copy's scope (default: this one's).
+            device: The copy's device (default: this one's).
+            trainable: If not None, sets `trainable` on the copy and all its sub-components
+                (e.g. a frozen target network).
+            reuse_variable_scope: Not supported: variables are never shared between copies.
+        """
+        if reuse_variable_scope or reuse_variable_scope_for_sub_components:
+            raise RLGraphError("variable sharing between copies is not supported", where=f"{self.global_scope}.copy",
+                               hint="copy the values with Synchronizable / set_weights instead.")
+        memo = {id(self.parent_component): None}
+        for component in self.get_all_sub_components():
+            for var in component._all_variable_objects():
+                memo[id(var)] = None
+        clone = copy_module.deepcopy(self, memo)
+        clone.parent_component = None
+        clone.scope = clone.name = scope or name or self.scope
+        if device is not None:
+            clone.device = device
+        for component in clone.get_all_sub_components():
+            component._reset_build_state()
+            if trainable is not None:
+                component.trainable = trainable
+        clone.propagate_scope(None)
+        return clone
+
+    def _reset_build_state(self) -> None:
+        self.api_method_inputs = {}
+        self.input_complete = False
+        self.variable_complete = False
+        self._init_variable_state()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scope={self.global_scope!r})"
+
+
+def _default_scope(cls: type) -> str:
+    out = []
+    for i, ch in enumerate(cls.__name__):
+        if ch.isupper() and i > 0 and not cls.__name__[i - 1].isupper():
+            out.append("-")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def _class_apis(cls: type) -> Dict[str, tuple]:
+    merged: Dict[str, tuple] = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(_CLASS_APIS.get(klass, {}))
+    return merged
+
+
+def _class_graph_fns(cls: type) -> Dict[str, GraphFnInfo]:
+    merged: Dict[str, GraphFnInfo] = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(_CLASS_GRAPH_FNS.get(klass, {}))
+    return merged

@@ -1,0 +1,286 @@
+"""`GraphExecutor`: builds a root component and serves its API methods with numpy in and out.
+
+Backend subclasses: `TensorFlowExecutor` (tensorflow_executor.py) and `PyTorchExecutor`
+(pytorch_executor.py). Create one with `GraphExecutor.from_spec(backend, ...)` or
+`executor_for(backend, ...)`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+
+from rlgraph.backend_system import get_backend, normalize_backend
+from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
+from rlgraph.graphs.input_checks import make_converter
+from rlgraph.utils.nest import map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.specifiable import Specifiable, closest_match
+
+
+class GraphExecutor(Specifiable):
+    """Builds and runs one root component.
+
+    Args:
+        graph_builder: A `GraphBuilder` (or its spec); default: a new one.
+        execution_spec: {"seed": int, "torch_num_threads": int, ...}.
+        saver_spec: {"directory": ...} default place for `store_model`.
+        summary_spec: Passed to the default graph builder.
+        seed: Shortcut for execution_spec["seed"].
+    """
+
+    backend = None
+
+    def __init__(self, graph_builder: Any = None, execution_spec: Optional[dict] = None,
+                 saver_spec: Optional[dict] = None, summary_spec: Optional[dict] = None,
+                 seed: Optional[int] = None, **kwargs):
+        if kwargs:
+            raise RLGraphError(f"unknown executor argument(s) {sorted(kwargs)}", where=type(self).__name__)
+        self.graph_builder = graph_builder if isinstance(graph_builder, GraphBuilder) else \
+            GraphBuilder.from_spec(graph_builder or {}, summary_spec=summary_spec)
+        self.execution_spec = dict(execution_spec or {})
+        if seed is not None:
+            self.execution_spec["seed"] = seed
+        self.saver_spec = dict(saver_spec or {})
+        self.root_component = None
+        self.build_stats = BuildStats()
+        self._converters: Dict[str, list] = {}
+
+    @classmethod
+    def resolve_type(cls, type_: Any):
+        if isinstance(type_, str):
+            try:
+                backend = normalize_backend(type_)
+            except RLGraphError:
+                backend = None
+            if backend == "tf":
+                from rlgraph.graphs.tensorflow_executor import TensorFlowExecutor
+                return TensorFlowExecutor
+            if backend == "pytorch":
+                from rlgraph.graphs.pytorch_executor import PyTorchExecutor
+                return PyTorchExecutor
+        return super().resolve_type(type_)
+
+    # --- Build --------------------------------------------------------------------------------------
+    def build(self, root_components: Any, input_spaces: Optional[Dict[str, Any]] = None,
+              **kwargs) -> BuildStats:
+        """Builds the root component (a component or a one-element list) and prepares its API methods.
+
+        Returns:
+            The build statistics (`total_build_time`, `build_overhead`, `variable_count`, ...).
+        """
+        start = time.perf_counter()
+        if isinstance(root_components, (list, tuple)):
+            if len(root_components) != 1:
+                raise RLGraphError("exactly one root component is supported", where=type(self).__name__,
+                                   received=len(root_components))
+            root_components = root_components[0]
+        if kwargs:
+            raise RLGraphError(f"unknown build argument(s) {sorted(kwargs)}", where=f"{type(self).__name__}.build")
+        self.root_component = root_components
+        self.seed(self.execution_spec.get("seed"))
+        self._configure_backend()
+        stats = self.graph_builder.build(root_components, input_spaces, self.backend)
+        prepare_start = time.perf_counter()
+        self._converters = {
+            api: [make_converter(space, f"{root_components.global_scope}.{api}({name})", self._to_tensor)
+                  for name, space in args]
+            for api, args in self.graph_builder.api_signatures.items()}
+        self._after_build()
+        # Re-seed so that runs do not depend on how many random ops the build's trace drew.
+        self.seed(self.execution_spec.get("seed"))
+        prepare = time.perf_counter() - prepare_start
+        self.build_stats = BuildStats(stats, total_build_time=time.perf_counter() - start,
+                                      backend_time=stats["backend_time"] + prepare)
+        self.build_stats["build_overhead"] = self.build_stats["total_build_time"] - self.build_stats["backend_time"]
+        return self.build_stats
+
+    def _configure_backend(self) -> None:
+        """Backend settings from `execution_spec` (threads, ...)."""
+
+    def _after_build(self) -> None:
+        """Backend preparation after the build (e.g. tracing functions)."""
+
+    def seed(self, seed: Optional[int]) -> None:
+        """Seeds numpy's global generator and the backend's."""
+        if seed is not None:
+            np.random.seed(seed)
+            self._seed_backend(seed)
+
+    # --- Execution ----------------------------------------------------------------------------------
+    def execute(self, *api_calls: Any) -> Any:
+        """Runs root API methods.
+
+        Args:
+            *api_calls: Each an API name, or a tuple (name, inputs[, return_keys]); `inputs` is
+                one argument, or a list of positional arguments; `return_keys` picks items
+                (indices for tuple results, keys for dict results).
+
+        Returns:
+            The numpy result (nested like the output), or a list of them for several calls.
+        """
+        results = [self._execute_one(call) for call in api_calls]
+        return results[0] if len(results) == 1 else results
+
+    def _execute_one(self, call: Any) -> Any:
+        if isinstance(call, str):
+            name, inputs, keys = call, None, None
+        else:
+            name, inputs, keys = (tuple(call) + (None, None))[:3]
+        converters = self._converters.get(name)
+        if converters is None:
+            raise RLGraphError(f"no root API method '{name}'", where=self._where(),
+                               expected=sorted(self._converters),
+                               hint=f"did you mean '{closest_match(name, list(self._converters))}'?")
+        if inputs is None:
+            args = []
+        elif isinstance(inputs, list):
+            args = inputs
+        else:
+            args = [inputs]
+        info = self.root_component.api_methods[name]
+        if len(args) > len(converters) or len(args) < len(info.required):
+            raise RLGraphError(f"wrong number of inputs for API method '{name}'", where=self._where(),
+                               expected=f"{len(info.required)} to {len(converters)} "
+                               f"({', '.join(n for n, _ in self.graph_builder.api_signatures[name])})",
+                               received=len(args))
+        tensors = [convert(value) for convert, value in zip(converters, args)]
+        output = self._to_numpy(self._call_api(name, tensors))
+        if keys is not None:
+            output = _pick(output, keys, name)
+        return output
+
+    def _where(self) -> str:
+        return getattr(self.root_component, "global_scope", type(self).__name__)
+
+    # --- Variables ------------------------------------------------------------------------------
+    def _records(self) -> dict:
+        return self.root_component.variable_records_of_tree()
+
+    def read_variable_values(self, variables: Any = None) -> Any:
+        """Numpy values of variables: a variable, a name, or a list/dict of them (None: all)."""
+        if variables is None:
+            variables = self.root_component.variable_registry
+        by_name = self.root_component.variable_registry
+
+        def read(var):
+            if isinstance(var, str):
+                if var not in by_name:
+                    raise RLGraphError(f"no variable named '{var}'", where=self._where(), expected=sorted(by_name))
+                var = by_name[var]
+            return self._read(var)
+        if isinstance(variables, dict):
+            return {k: read(v) for k, v in variables.items()}
+        if isinstance(variables, (list, tuple)):
+            return [read(v) for v in variables]
+        return read(variables)
+
+    def get_weights(self, names: Optional[List[str]] = None, trainable_only: bool = False) -> Dict[str, np.ndarray]:
+        """Global variable name -> numpy value of all (non-local) variables, or of `names`."""
+        records = {k: r for k, r in self._records().items() if not r.local and (r.trainable or not trainable_only)}
+        if names is not None:
+            missing = [n for n in names if n not in records]
+            if missing:
+                raise RLGraphError(f"unknown variable name(s) {missing}", where=self._where(),
+                                   expected=sorted(records))
+            records = {n: records[n] for n in names}
+        return {k: self._read(r.variable) for k, r in records.items()}
+
+    def set_weights(self, weights: Dict[str, Any], rate: float = 1.0) -> None:
+        """Writes `weights` (global name -> value); `rate` < 1 blends: new = rate*w + (1-rate)*old."""
+        if not 0.0 <= rate <= 1.0:
+            raise RLGraphError("rate must be in [0, 1]", where=f"{self._where()}.set_weights", received=rate)
+        records = self._records()
+        for name, value in weights.items():
+            if name not in records:
+                guess = closest_match(name, list(records))
+                raise RLGraphError(f"no variable named '{name}'", where=f"{self._where()}.set_weights",
+                                   expected=sorted(records), hint=f"did you mean '{guess}'?" if guess else None)
+            variable = records[name].variable
+            current = self._read(variable)
+            value = np.asarray(value)
+            if value.shape != current.shape:
+                raise RLGraphError(f"weights for '{name}' have the wrong shape", where=f"{self._where()}.set_weights",
+                                   expected=current.shape, received=value.shape)
+            if rate != 1.0:
+                if current.dtype.kind != "f":
+                    raise RLGraphError(f"soft update of non-float variable '{name}'",
+                                       where=f"{self._where()}.set_weights", hint="use rate=1.0.")
+                value = rate * value + (1.0 - rate) * current
+            self._assign(variable, value.astype(current.dtype))
+
+    # --- Saving -------------------------------------------------------------------------------------
+    def store_model(self, path: Optional[str] = None, add_timestep: bool = False) -> str:
+        """Saves all variables; returns the path written. Default path: saver_spec["directory"]/model."""
+        if path is None:
+            directory = self.saver_spec.get("directory")
+            if directory is None:
+                raise RLGraphError("no path given and no saver_spec directory", where=f"{self._where()}.store_model")
+            import os
+            path = os.path.join(directory, "model")
+        return self._save(path)
+
+    def load_model(self, path: str) -> None:
+        """Restores all variables from a `store_model` path.
+
+        Raises:
+            RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph.
+        """
+        self._load(path)
+
+    def export_graph(self, path: str) -> str:
+        """Exports the graph for serving without rlgraph's build (TF: SavedModel; PyTorch: a module)."""
+        return self._export(path)
+
+    def terminate(self) -> None:
+        """Releases backend resources."""
+
+    # --- Backend hooks ----------------------------------------------------------------------------
+    def _to_tensor(self, array: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def _call_api(self, name: str, tensors: list) -> Any:
+        raise NotImplementedError
+
+    def _to_numpy(self, output: Any) -> Any:
+        raise NotImplementedError
+
+    def _read(self, variable: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def _assign(self, variable: Any, value: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _seed_backend(self, seed: int) -> None:
+        raise NotImplementedError
+
+    def _save(self, path: str) -> str:
+        raise NotImplementedError
+
+    def _load(self, path: str) -> None:
+        raise NotImplementedError
+
+    def _export(self, path: str) -> str:
+        raise NotImplementedError
+
+
+def _pick(output: Any, keys: Any, name: str) -> Any:
+    single = not isinstance(keys, (list, tuple))
+    keys = [keys] if single else list(keys)
+    try:
+        picked = [output[k] for k in keys]
+    except (KeyError, IndexError, TypeError):
+        raise RLGraphError(f"return_keys {keys} do not fit the output of '{name}'", where="execute",
+                           received=type(output).__name__) from None
+    return picked[0] if single else picked
+
+
+def executor_for(backend: Optional[str] = None, **kwargs) -> GraphExecutor:
+    """A new executor for `backend` (default: `get_backend()`)."""
+    return GraphExecutor.from_spec(backend or get_backend(), **kwargs)
+
+
+def numpy_structure(output: Any, to_numpy) -> Any:
+    """Maps `to_numpy` over every leaf (None stays None)."""
+    return map_structure(lambda x: x if x is None else to_numpy(x), output)

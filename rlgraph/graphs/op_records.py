@@ -1,0 +1,125 @@
+"""Records that flow through API methods while the build traces them.
+
+A `DataOpRecord` is one leaf: its space and the trace value (a backend tensor). Containers are
+plain python dicts/tuples of records, so API code can index and re-pack them freely. A
+`PendingRecord` stands for a value that cannot be computed yet in this build pass.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rlgraph.spaces import Dict, Space, Tuple
+from rlgraph.spaces.containers import ContainerSpace
+from rlgraph.spaces.space_utils import get_space_from_op
+
+
+class DataOpRecord:
+    """One traced value: `space` (a primitive Space, or None for "no data") and `value`."""
+    __slots__ = ("space", "value")
+
+    def __init__(self, space: Optional[Space], value: Any):
+        self.space = space
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"DataOpRecord({self.space!r})"
+
+
+class PendingRecord:
+    """A value whose computation waits for a component that is not ready yet."""
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __getitem__(self, key: Any) -> "PendingRecord":
+        return self
+
+    def __repr__(self) -> str:
+        return f"PendingRecord({self.reason})"
+
+
+def records_for(space: Space, value: Any) -> Any:
+    """Wraps trace data shaped like `space` into (nested containers of) records."""
+    if isinstance(space, Dict):
+        return {key: records_for(child, value[key]) for key, child in space._children()}
+    if isinstance(space, Tuple):
+        return tuple(records_for(child, value[i]) for i, (_, child) in enumerate(space._children()))
+    return DataOpRecord(space, value)
+
+
+def has_pending(value: Any) -> bool:
+    if isinstance(value, PendingRecord):
+        return True
+    if isinstance(value, dict):
+        return any(has_pending(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(has_pending(v) for v in value)
+    return False
+
+
+def has_records(value: Any) -> bool:
+    if isinstance(value, (DataOpRecord, PendingRecord)):
+        return True
+    if isinstance(value, dict):
+        return any(has_records(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(has_records(v) for v in value)
+    return False
+
+
+def space_of(value: Any) -> Optional[Space]:
+    """The space of an API argument: records, containers of records, or python constants.
+
+    Returns None while any part is pending, or for python objects that carry no data space.
+    """
+    if isinstance(value, DataOpRecord):
+        return value.space
+    if isinstance(value, PendingRecord) or value is None:
+        return None
+    if isinstance(value, dict) and value:
+        children = {k: space_of(v) for k, v in value.items()}
+        if any(c is None for c in children.values()):
+            return None
+        return _container(Dict._from_children(dict(sorted(children.items()))))
+    if isinstance(value, (tuple, list)) and value:
+        children = [space_of(v) for v in value]
+        if any(c is None for c in children):
+            return None
+        return _container(Tuple._from_children(tuple(children)))
+    try:
+        return get_space_from_op(value)
+    except Exception:  # noqa: BLE001 - a python object without a data space
+        return None
+
+
+def _container(space: ContainerSpace) -> ContainerSpace:
+    children = [c for _, c in space._children()]
+    Space.__init__(space, add_batch_rank=all(c.has_batch_rank for c in children),
+                   add_time_rank=all(c.has_time_rank for c in children),
+                   time_major=all(c.time_major for c in children))
+    return space
+
+
+def values_of(value: Any) -> Any:
+    """Replaces every record by its trace value (containers are rebuilt)."""
+    if isinstance(value, DataOpRecord):
+        return value.value
+    if isinstance(value, dict):
+        return {k: values_of(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return tuple(values_of(v) for v in value)
+    if type(value) is list:
+        return [values_of(v) for v in value]
+    return value
+
+
+def leaf_records(value: Any) -> list:
+    """All DataOpRecords in a (nested) argument."""
+    if isinstance(value, DataOpRecord):
+        return [value]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in leaf_records(v)]
+    if isinstance(value, (tuple, list)):
+        return [r for v in value for r in leaf_records(v)]
+    return []

@@ -1,0 +1,152 @@
+"""`PyTorchExecutor`: runs root API methods define-by-run on torch tensors."""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import numpy as np
+
+from rlgraph.backend_system import backend_scope
+from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
+
+
+class PyTorchExecutor(GraphExecutor):
+    """Calls root API methods directly; methods declared `no_grad=True` run under
+    `torch.no_grad()`. `store_model` writes a dict of tensors (`torch.save`), `export_graph` a
+    pickled `torch.nn.Module` that calls the root's API methods by name."""
+
+    backend = "pytorch"
+
+    def _configure_backend(self) -> None:
+        import torch
+        threads = self.execution_spec.get("torch_num_threads")
+        if threads:
+            torch.set_num_threads(int(threads))
+
+    def _after_build(self) -> None:
+        import torch
+        root = self.root_component
+        self._methods = {}
+        for api in self.graph_builder.api_signatures:
+            method = getattr(root, api)
+            self._methods[api] = (method, torch.no_grad if root.api_methods[api].no_grad else contextlib.nullcontext)
+
+    def _to_tensor(self, array: np.ndarray) -> Any:
+        import torch
+        if array.dtype.kind in "US":
+            raise RLGraphError("PyTorch has no string tensors", where=self._where(),
+                               hint="map text to ids first (e.g. StringToHashBucket), or use the tf backend.")
+        return torch.from_numpy(array if array.flags.writeable else array.copy())
+
+    def _call_api(self, name: str, tensors: list) -> Any:
+        method, grad_mode = self._methods[name]
+        with backend_scope("pytorch"), grad_mode():
+            return method(*tensors)
+
+    def _to_numpy(self, output: Any) -> Any:
+        return numpy_structure(output, _torch_to_numpy)
+
+    def _read(self, variable: Any) -> np.ndarray:
+        return variable.detach().cpu().numpy().copy()
+
+    def _assign(self, variable: Any, value: np.ndarray) -> None:
+        import torch
+        with torch.no_grad():
+            variable.copy_(torch.as_tensor(value, dtype=variable.dtype))
+
+    def _seed_backend(self, seed: int) -> None:
+        import torch
+        torch.manual_seed(seed)
+
+    def _save(self, path: str) -> str:
+        import torch
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        path = path if path.endswith(".pt") else path + ".pt"
+        torch.save({k: r.variable.detach().cpu() for k, r in self._records().items()}, path)
+        return path
+
+    def _load(self, path: str) -> None:
+        import torch
+        if not os.path.exists(path) and os.path.exists(path + ".pt"):
+            path += ".pt"
+        if not os.path.exists(path):
+            raise RLGraphCheckpointError(f"no PyTorch checkpoint at '{path}'", where=f"{self._where()}.load_model")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # noqa: BLE001 - torch raises several types for damaged files.
+            raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__}: {error})",
+                                         where=f"{self._where()}.load_model") from error
+        records = self._records()
+        if not isinstance(state, dict):
+            raise RLGraphCheckpointError(f"'{path}' is not an rlgraph checkpoint", where=self._where(),
+                                         received=type(state).__name__)
+        missing = sorted(set(records) - set(state))
+        wrong = [f"{k}: {tuple(state[k].shape)} vs {tuple(r.variable.shape)}" for k, r in records.items()
+                 if k in state and tuple(state[k].shape) != tuple(r.variable.shape)]
+        if missing or wrong:
+            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph", where=self._where(),
+                                         expected="the same variables and shapes",
+                                         received=f"missing {missing}, wrong shapes {wrong}")
+        with torch.no_grad():
+            for key, record in records.items():
+                record.variable.copy_(state[key])
+
+    def _export(self, path: str) -> str:
+        import torch
+        module = __getattr__("ExportedComponent")(self.root_component, list(self._methods))
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            torch.save(module, path)
+        except Exception as error:  # noqa: BLE001 - pickling can fail in many ways.
+            raise RLGraphCheckpointError(f"cannot export the component ({type(error).__name__}: {error})",
+                                         where=self._where(),
+                                         hint="components defined in functions or holding lambdas cannot be "
+                                              "pickled; define them at module level.") from error
+        return path
+
+
+def _torch_to_numpy(value: Any) -> Any:
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def _make_exported_class():
+    import torch
+
+    class _Exported(torch.nn.Module):
+        """A plain `nn.Module` around a built root component: `module("api", *tensors)`."""
+
+        def __init__(self, root, api_names):
+            super().__init__()
+            self.root = root
+            self.api_names = list(api_names)
+            for index, record in enumerate(root.variable_records_of_tree().values()):
+                variable = record.variable
+                if isinstance(variable, torch.nn.Parameter):
+                    self.register_parameter(f"v{index}", variable)
+                else:
+                    self.register_buffer(f"v{index}", variable, persistent=True)
+
+        def forward(self, api_name: str, *args):
+            if api_name not in self.api_names:
+                raise RLGraphError(f"no API method '{api_name}'", where="exported component",
+                                   expected=self.api_names)
+            with backend_scope("pytorch"):
+                return getattr(self.root, api_name)(*args)
+    return _Exported
+
+
+def __getattr__(name: str):
+    # `ExportedComponent` is created lazily so that importing this module does not import torch.
+    if name == "ExportedComponent":
+        if "ExportedComponent" in globals():
+            return globals()["ExportedComponent"]
+        cls = _make_exported_class()
+        cls.__qualname__ = cls.__name__ = "ExportedComponent"
+        cls.__module__ = __name__
+        globals()["ExportedComponent"] = cls
+        return cls
+    raise AttributeError(name)

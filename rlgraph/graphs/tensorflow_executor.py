@@ -1,0 +1,144 @@
+"""`TensorFlowExecutor`: one `tf.function` per root API method, variables in a `tf.Module`."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from rlgraph.backend_system import backend_scope
+from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.spaces import Dict, Space, Tuple
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+from rlgraph.utils.util import convert_dtype
+
+
+def tensor_spec(space: Space):
+    """The `tf.TensorSpec` (nested for containers) of a space; batch/time ranks are None."""
+    import tensorflow as tf
+    if isinstance(space, Dict):
+        return {k: tensor_spec(c) for k, c in space._children()}
+    if isinstance(space, Tuple):
+        return tuple(tensor_spec(c) for _, c in space._children())
+    shape = space.get_shape(with_batch_rank=True, with_time_rank=True)
+    return tf.TensorSpec(shape=shape, dtype=convert_dtype(space.dtype, to="tf"))
+
+
+class TensorFlowExecutor(GraphExecutor):
+    """Serves each root API method through a `tf.function` whose input signature comes from the
+    root's input spaces (batch/time ranks None), so it is traced once. Variables are tracked in a
+    `tf.Module`: `store_model` writes a `tf.train.Checkpoint`, `export_graph` a SavedModel."""
+
+    backend = "tf"
+
+    def _configure_backend(self) -> None:
+        import tensorflow as tf
+        threads = self.execution_spec.get("tf_num_threads")
+        if threads:
+            tf.config.threading.set_intra_op_parallelism_threads(int(threads))
+
+    def _after_build(self) -> None:
+        import tensorflow as tf
+        root = self.root_component
+        self.module = tf.Module(name="rlgraph_model")
+        with tf.init_scope():
+            self.module.model_variables = {_escape(k): r.variable for k, r in self._records().items()}
+        self.functions = {}
+        for api, args in self.graph_builder.api_signatures.items():
+            signature = [tensor_spec(space) for _, space in args]
+            function = tf.function(_api_body(root, api), input_signature=signature, autograph=False)
+            with backend_scope("tf"):
+                function.get_concrete_function(*signature)  # Trace now, not on the first call.
+            self.functions[api] = function
+        self.module.api_functions = dict(self.functions)
+        self._checkpoint = tf.train.Checkpoint(model=self.module)
+
+    def _to_tensor(self, array: np.ndarray) -> Any:
+        return array
+
+    def _call_api(self, name: str, tensors: list) -> Any:
+        return self.functions[name](*tensors)
+
+    def _to_numpy(self, output: Any) -> Any:
+        return numpy_structure(output, _tf_to_numpy)
+
+    def _read(self, variable: Any) -> np.ndarray:
+        return np.array(variable.numpy(), copy=True)
+
+    def _assign(self, variable: Any, value: np.ndarray) -> None:
+        variable.assign(value)
+
+    def _seed_backend(self, seed: int) -> None:
+        import tensorflow as tf
+        tf.random.set_seed(seed)
+
+    def _save(self, path: str) -> str:
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        return self._checkpoint.write(path)
+
+    def _load(self, path: str) -> None:
+        import tensorflow as tf
+        if not tf.io.gfile.exists(path + ".index"):
+            raise RLGraphCheckpointError(f"no TF checkpoint at '{path}'", where=f"{self._where()}.load_model",
+                                         expected=f"{path}.index and data files (written by store_model)")
+        try:
+            reader = tf.train.load_checkpoint(path)
+            stored = reader.get_variable_to_shape_map()
+        except Exception as error:  # noqa: BLE001 - TF raises several types for damaged files.
+            raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__})",
+                                         where=f"{self._where()}.load_model") from error
+        expected = {f"model/model_variables/{k}/.ATTRIBUTES/VARIABLE_VALUE": (k, v)
+                    for k, v in self.module.model_variables.items()}
+        missing = [k for key, (k, _) in expected.items() if key not in stored]
+        wrong = [f"{k}: {stored[key]} vs {v.shape.as_list()}" for key, (k, v) in expected.items()
+                 if key in stored and list(stored[key]) != v.shape.as_list()]
+        if missing or wrong:
+            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph", where=f"{self._where()}",
+                                         expected="the same variables and shapes",
+                                         received=f"missing {[_unescape(m) for m in missing]}, wrong shapes {wrong}")
+        try:
+            self._checkpoint.read(path).assert_existing_objects_matched()
+        except Exception as error:  # noqa: BLE001
+            raise RLGraphCheckpointError(f"cannot restore from '{path}' ({error})",
+                                         where=f"{self._where()}.load_model") from error
+
+    def _export(self, path: str) -> str:
+        import tensorflow as tf
+        tf.saved_model.save(self.module, path)
+        return path
+
+
+def _api_body(root, api: str):
+    method = getattr(root, api)
+
+    def body(*args):
+        with backend_scope("tf"):
+            return _clean_outputs(method(*args))
+    body.__name__ = api
+    return body
+
+
+def _clean_outputs(output: Any) -> Any:
+    """tf.function results: operations become None, variables their value."""
+    if isinstance(output, dict):
+        return {k: _clean_outputs(v) for k, v in output.items()}
+    if isinstance(output, (tuple, list)):
+        return type(output)(_clean_outputs(v) for v in output)
+    if type(output).__name__ == "Operation" and hasattr(output, "node_def"):
+        return None
+    if hasattr(output, "read_value") and hasattr(output, "assign"):
+        return output.read_value()
+    return output
+
+
+def _tf_to_numpy(value: Any) -> Any:
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _escape(name: str) -> str:
+    return name.replace("/", "..")
+
+
+def _unescape(name: str) -> str:
+    return name.replace("..", "/")
