@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from rlgraph.components.component_variables import ComponentVariablesMixin
 from rlgraph.spaces.space_utils import check_space_equivalence
-from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, make_api_info
+from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, api_wrapper, graph_fn_wrapper, make_api_info
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
 from rlgraph.utils.specifiable import Specifiable
 
@@ -133,15 +133,10 @@ class Component(ComponentVariablesMixin, Specifiable):
             raise RLGraphError(f"cannot expose unknown API method '{name}'", where=child.global_scope,
                                expected=sorted(child.api_methods))
         child_info = child.api_methods[name]
-
-        def exposed(self_, *args, **kwargs):
-            return getattr(child, name)(*args, **kwargs)
-
-        from rlgraph.utils.decorators import _api_wrapper
         info = make_api_info(child_info.func, name, child_info.must_be_complete, child_info.returns,
                              child_info.no_grad)
-        info.func = exposed
-        self.register_api(info, _api_wrapper(info), ok_to_overwrite=True)
+        info.func = _ExposedApi(child, name)
+        self.register_api(info, api_wrapper(info), ok_to_overwrite=True)
 
     def get_sub_component_by_name(self, name: str) -> "Component":
         """The direct sub-component with local scope `name`.
@@ -313,8 +308,40 @@ class Component(ComponentVariablesMixin, Specifiable):
         self.variable_complete = False
         self._init_variable_state()
 
+    # --- Pickling and deep copies -------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        # Class-level API methods come back from the class registry; instance-level ones are
+        # re-bound in __setstate__ (bound wrappers themselves do not pickle).
+        state = self.__dict__.copy()
+        class_apis, class_graph_fns = _class_apis(type(self)), _class_graph_fns(type(self))
+        state["api_methods"] = {k: v for k, v in self.api_methods.items() if class_apis.get(k, (None,))[0] is not v}
+        state["graph_fns"] = {k: v for k, v in self.graph_fns.items() if class_graph_fns.get(k) is not v}
+        for name in list(state["api_methods"]) + list(state["graph_fns"]):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        instance_apis, instance_graph_fns = self.api_methods, self.graph_fns
+        self.api_methods = {n: info for n, (info, _) in _class_apis(type(self)).items()}
+        self.graph_fns = dict(_class_graph_fns(type(self)))
+        for info in instance_graph_fns.values():
+            self.register_graph_fn(info, types.MethodType(graph_fn_wrapper(info), self))
+        for info in instance_apis.values():
+            self.register_api(info, api_wrapper(info), ok_to_overwrite=True)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(scope={self.global_scope!r})"
+
+
+class _ExposedApi:
+    """The body of an API method that forwards to a sub-component's API method (picklable)."""
+
+    def __init__(self, child: Component, name: str):
+        self.child, self.name = child, name
+
+    def __call__(self, component, *args, **kwargs):
+        return getattr(self.child, self.name)(*args, **kwargs)
 
 
 def _default_scope(cls: type) -> str:

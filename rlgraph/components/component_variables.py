@@ -202,11 +202,12 @@ class ComponentVariablesMixin:
 
     @staticmethod
     def read_variable(variable: Any, indices: Any = None) -> Any:
-        """The variable's value (rows `indices` only, if given)."""
+        """The variable's value (rows `indices` only, if given): a snapshot on both backends,
+        which later writes to the variable do not change."""
         if get_backend() == "tf":
             import tensorflow as tf
             return variable.read_value() if indices is None else tf.gather(variable, indices)
-        return variable if indices is None else variable[indices]
+        return variable.clone() if indices is None else variable[indices]
 
     @staticmethod
     def scatter_update_variable(variable: Any, indices: Any, updates: Any) -> Any:

@@ -42,7 +42,7 @@ class TensorFlowExecutor(GraphExecutor):
         root = self.root_component
         self.module = tf.Module(name="rlgraph_model")
         with tf.init_scope():
-            self.module.model_variables = {_escape(k): r.variable for k, r in self._records().items()}
+            self.module.model_variables = {k: r.variable for k, r in self._records().items()}
         self.functions = {}
         for api, args in self.graph_builder.api_signatures.items():
             signature = [tensor_spec(space) for _, space in args]
@@ -88,7 +88,7 @@ class TensorFlowExecutor(GraphExecutor):
         except Exception as error:  # noqa: BLE001 - TF raises several types for damaged files.
             raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__})",
                                          where=f"{self._where()}.load_model") from error
-        expected = {f"model/model_variables/{k}/.ATTRIBUTES/VARIABLE_VALUE": (k, v)
+        expected = {f"model/model_variables/{_escape(k)}/.ATTRIBUTES/VARIABLE_VALUE": (k, v)
                     for k, v in self.module.model_variables.items()}
         missing = [k for key, (k, _) in expected.items() if key not in stored]
         wrong = [f"{k}: {stored[key]} vs {v.shape.as_list()}" for key, (k, v) in expected.items()
@@ -96,7 +96,7 @@ class TensorFlowExecutor(GraphExecutor):
         if missing or wrong:
             raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph", where=f"{self._where()}",
                                          expected="the same variables and shapes",
-                                         received=f"missing {[_unescape(m) for m in missing]}, wrong shapes {wrong}")
+                                         received=f"missing {missing}, wrong shapes {wrong}")
         try:
             self._checkpoint.read(path).assert_existing_objects_matched()
         except Exception as error:  # noqa: BLE001
@@ -137,8 +137,5 @@ def _tf_to_numpy(value: Any) -> Any:
 
 
 def _escape(name: str) -> str:
-    return name.replace("/", "..")
-
-
-def _unescape(name: str) -> str:
-    return name.replace("..", "/")
+    """How tf.train.Checkpoint writes a dict key into a checkpoint key."""
+    return name.replace(".", "..").replace("/", ".S")

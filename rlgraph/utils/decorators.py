@@ -107,13 +107,17 @@ def _make_graph_fn_info(func: Callable, returns, flatten_ops, split_ops, add_aut
     names = _signature_parts(func)[0]
     if add_auto_key_as_first_param:
         names = names[1:]
-    return GraphFnInfo(name=func.__name__, func=func, returns=returns,
-                       flatten_ops=_normalize_flag(flatten_ops, "flatten_ops", where), split_ops=bool(split_ops),
+    flatten_ops = _normalize_flag(flatten_ops, "flatten_ops", where)
+    if not isinstance(flatten_ops, bool) and not flatten_ops <= set(names):
+        raise RLGraphError("`flatten_ops` names unknown parameters", where=where, expected=f"some of {list(names)}",
+                           received=sorted(flatten_ops - set(names)))
+    return GraphFnInfo(name=func.__name__, func=func, returns=returns, flatten_ops=flatten_ops,
+                       split_ops=bool(split_ops),
                        add_auto_key_as_first_param=bool(add_auto_key_as_first_param),
                        requires_variable_completeness=bool(requires_variable_completeness), arg_names=names)
 
 
-def _graph_fn_wrapper(info: GraphFnInfo) -> Callable:
+def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
     plain = info.func if not (info.flatten_ops or info.split_ops) else None
 
     if plain is not None:
@@ -156,7 +160,7 @@ def graph_fn(graph_fn_method: Optional[Callable] = None, *, component=None, retu
     def decorate(func):
         info = _make_graph_fn_info(func, returns, flatten_ops, split_ops, add_auto_key_as_first_param,
                                    requires_variable_completeness)
-        wrapper = _graph_fn_wrapper(info)
+        wrapper = graph_fn_wrapper(info)
         if component is not None:
             component.register_graph_fn(info, types.MethodType(wrapper, component))
         return wrapper
@@ -164,7 +168,7 @@ def graph_fn(graph_fn_method: Optional[Callable] = None, *, component=None, retu
     return decorate(graph_fn_method) if graph_fn_method is not None else decorate
 
 
-def _api_wrapper(info: ApiInfo) -> Callable:
+def api_wrapper(info: ApiInfo) -> Callable:
     func = info.func
 
     @functools.wraps(func)
@@ -218,14 +222,14 @@ def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: 
             gf_info = _make_graph_fn_info(func, returns, flatten_ops, split_ops, add_auto_key_as_first_param,
                                           requires_variable_completeness)
             api_name = name or func.__name__[len(GRAPH_FN_PREFIX):]
-            body = _graph_fn_wrapper(gf_info)
+            body = graph_fn_wrapper(gf_info)
         elif flatten_ops or split_ops or add_auto_key_as_first_param or requires_variable_completeness:
             raise RLGraphError("graph-function flags on an API method that is not a `_graph_fn_` method",
                                where=f"@rlgraph_api {func.__qualname__}",
                                hint="put the flags on the @graph_fn that the API method calls.")
         info = make_api_info(func, api_name, must_be_complete, returns, no_grad, gf_info)
         info.func = body
-        wrapper = _api_wrapper(info)
+        wrapper = api_wrapper(info)
         if component is not None:
             component.register_api(info, wrapper, ok_to_overwrite=ok_to_overwrite)
         elif gf_info is not None:
