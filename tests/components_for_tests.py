@@ -197,24 +197,23 @@ class Chain(Component):
 
     def __init__(self, width=10, depth=5, **kwargs):
         super().__init__(**kwargs)
-        self.names = []
+        self.chains = []
         for i in range(width):
-            node = self
+            node, chain = self, []
             for j in range(depth):
                 child = Scale(w_init=1.0 + 0.01 * (i + j), b_init=0.0, scope=f"s{i}-{j}")
                 node.add_components(child)
-                self.names.append(child)
+                chain.append(child)
                 node = child
-        self.width, self.depth = width, depth
+            self.chains.append(chain)
 
     @rlgraph_api
     def run(self, x):
         outs = []
-        for i in range(self.width):
+        for chain in self.chains:
             y = x
-            for j in range(self.depth):
-                y = self.get_sub_component_by_global_scope(f"{self.global_scope}/" +
-                                                           "/".join(f"s{i}-{k}" for k in range(j + 1))).apply(y)
+            for scale in chain:
+                y = scale.apply(y)
             outs.append(y)
         return self._graph_fn_stack(*outs)
 

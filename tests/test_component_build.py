@@ -348,3 +348,35 @@ def test_summaries_follow_the_regexp(backend):
     assert list(component.summaries) == ["s/mean_x"]
     with pytest.raises(RLGraphError, match="unknown summary type"):
         component.create_summary("mean_y", 1.0, type_="image")
+
+
+class RankUser(Component):
+    """Feeds a reduction (no batch rank) and a batch+time tensor into sub-components."""
+
+    def __init__(self, **kwargs):
+        super().__init__(Scale(scope="seq"), Scale(scope="total"), **kwargs)
+
+    @rlgraph_api
+    def go(self, x):
+        seq = self.get_sub_component_by_name("seq").apply(x)
+        return self.get_sub_component_by_name("total").apply(self._graph_fn_mean(seq))
+
+    @graph_fn
+    def _graph_fn_mean(self, y):
+        from rlgraph.backend_system import get_backend
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.reduce_mean(y, axis=(0, 1))
+        return y.mean(dim=(0, 1))
+
+
+def test_output_spaces_keep_batch_and_time_ranks(backend):
+    space = FloatBox(shape=(2,), add_batch_rank=True, add_time_rank=True)
+    component = RankUser(scope="r")
+    test = ComponentTest(component, input_spaces=dict(x=space), backend=backend)
+    assert component.get_sub_component_by_name("seq").api_method_inputs["x"] == space
+    # The mean over batch and time has neither rank.
+    assert component.get_sub_component_by_name("total").api_method_inputs["x"] == FloatBox(shape=(2,))
+    x = np.arange(12, dtype=np.float32).reshape((3, 2, 2))
+    # total(mean(seq(x))) = (mean(2x + .5)) * 2 + .5
+    test.test(("go", x), expected_outputs=(2 * x + 0.5).mean(axis=(0, 1)) * 2 + 0.5, decimals=5)

@@ -6,6 +6,7 @@ Backend subclasses: `TensorFlowExecutor` (tensorflow_executor.py) and `PyTorchEx
 """
 from __future__ import annotations
 
+import abc
 import time
 from typing import Any, Dict, List, Optional, Union
 
@@ -19,7 +20,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
 
-class GraphExecutor(Specifiable):
+class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
     """Builds and runs one root component.
 
     Args:
@@ -237,32 +238,41 @@ class GraphExecutor(Specifiable):
         """Releases backend resources."""
 
     # --- Backend hooks ----------------------------------------------------------------------------
+    @abc.abstractmethod
     def _to_tensor(self, array: np.ndarray) -> Any:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _call_api(self, name: str, tensors: list) -> Any:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _to_numpy(self, output: Any) -> Any:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _read(self, variable: Any) -> np.ndarray:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _assign(self, variable: Any, value: np.ndarray) -> None:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _seed_backend(self, seed: int) -> None:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _save(self, path: str) -> str:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _load(self, path: str) -> None:
-        raise NotImplementedError
+        """Backend hook."""
 
+    @abc.abstractmethod
     def _export(self, path: str) -> str:
-        raise NotImplementedError
+        """Backend hook."""
 
 
 def _pick(output: Any, keys: Any, name: str) -> Any:

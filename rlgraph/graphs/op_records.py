@@ -58,16 +58,6 @@ def has_pending(value: Any) -> bool:
     return False
 
 
-def has_records(value: Any) -> bool:
-    if isinstance(value, (DataOpRecord, PendingRecord)):
-        return True
-    if isinstance(value, dict):
-        return any(has_records(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return any(has_records(v) for v in value)
-    return False
-
-
 def space_of(value: Any) -> Optional[Space]:
     """The space of an API argument: records, containers of records, or python constants.
 
