@@ -223,32 +223,23 @@ def test_component_structure_errors():
         Scale(scop="x")
     with pytest.raises(RLGraphError, match="cannot expose unknown API method 'aply'"):
         Component(scope="p").add_components(Scale(), expose_apis={"aply"})
+    built = Component.from_spec({"type": "component", "scope": "from-spec"})
+    assert type(built) is Component and built.scope == "from-spec"
+    dotted = Component.from_spec({"type": "components_for_tests.Scale", "w_init": 3.0})
+    assert isinstance(dotted, Scale) and dotted.w_init == 3.0 and dotted.scope == "scale"
 
 
 def test_decorator_registry_is_keyed_by_class():
-    # Two classes with the same name: each keeps its own API methods.
+    # Two classes with the same name and qualified name: each keeps its own API methods.
     def make(api_name):
-        class Same(Component):
-            pass
-
         def body(self, x):
             return x
-        body.__name__ = api_name
-        setattr(Same, api_name, rlgraph_api(body))
-        Same.__init_subclass__  # noqa: B018 - registry is filled at class creation.
-        return Same
+        body.__name__ = body.__qualname__ = api_name
+        return type("Same", (Component,), {api_name: rlgraph_api(body), "__qualname__": "Same"})
 
-    class Same(Component):
-        @rlgraph_api
-        def one(self, x):
-            return x
-
-    class Same2(Component):
-        @rlgraph_api
-        def two(self, x):
-            return x
-    Same2.__name__ = "Same"
-    assert set(Same().api_methods) == {"one"} and set(Same2().api_methods) == {"two"}
+    first, second = make("one"), make("two")
+    assert first.__qualname__ == second.__qualname__ and first.__module__ == second.__module__
+    assert set(first().api_methods) == {"one"} and set(second().api_methods) == {"two"}
     with pytest.raises(RLGraphError, match="not a `_graph_fn_` method"):
         rlgraph_api(flatten_ops=True)(lambda self, x: x)
 
@@ -262,7 +253,7 @@ def test_instance_level_api_and_graph_fn(backend):
 
     @rlgraph_api(component=root)
     def square_plus(self, x, y):
-        return self._graph_fn_square(x) + y if False else self._graph_fn_add(self._graph_fn_square(x), y)
+        return self._graph_fn_add(self._graph_fn_square(x), y)
 
     @graph_fn(component=root)
     def _graph_fn_add(self, a, b):
@@ -271,8 +262,9 @@ def test_instance_level_api_and_graph_fn(backend):
     test = ComponentTest(root, input_spaces=dict(x=float, y=float), backend=backend)
     test.test(("square_plus", [3.0, 1.0]), expected_outputs=10.0)
     with pytest.raises(RLGraphError, match="already defined"):
-        rlgraph_api(component=root)(square_plus.__wrapped__ if hasattr(square_plus, "__wrapped__") else
-                                    (lambda self, x, y: x))
+        @rlgraph_api(component=root)
+        def square_plus(self, x):  # noqa: F811 - redefinition is the point
+            return x
 
 
 def test_variables_api(backend):
