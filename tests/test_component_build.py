@@ -372,3 +372,19 @@ def test_output_spaces_keep_batch_and_time_ranks(backend):
     x = np.arange(12, dtype=np.float32).reshape((3, 2, 2))
     # total(mean(seq(x))) = (mean(2x + .5)) * 2 + .5
     test.test(("go", x), expected_outputs=(2 * x + 0.5).mean(axis=(0, 1)) * 2 + 0.5, decimals=5)
+
+
+def test_var_positional_root_api(backend):
+    class Summer(Component):
+        @rlgraph_api
+        def _graph_fn_total(self, *values):
+            out = values[0]
+            for v in values[1:]:
+                out = out + v
+            return out
+
+    test = ComponentTest(Summer(), input_spaces={"values[0]": float, "values[1]": float, "values[2]": float},
+                         backend=backend)
+    test.test(("total", [1.0, 2.0, 3.5]), expected_outputs=6.5)
+    with pytest.raises(RLGraphError, match="unknown argument.*'value\\[0\\]'"):
+        ComponentTest(Summer(), input_spaces={"value[0]": float}, backend=backend)

@@ -4,13 +4,13 @@ import pickle
 import pytest
 
 from rlgraph.spaces import FloatBox
-from rlgraph.utils import (RLGraphBackendUnavailableError, RLGraphError, RLGraphInputIncompleteError,
-                           RLGraphObsoletedError, RLGraphSpaceError, RLGraphSpecError)
+from rlgraph.utils import (RLGraphBackendUnavailableError, RLGraphCheckpointError, RLGraphError,
+                           RLGraphInputIncompleteError, RLGraphObsoletedError, RLGraphSpaceError, RLGraphSpecError)
 
 
 def test_hierarchy():
     for cls in (RLGraphSpaceError, RLGraphSpecError, RLGraphInputIncompleteError, RLGraphObsoletedError,
-                RLGraphBackendUnavailableError):
+                RLGraphBackendUnavailableError, RLGraphCheckpointError):
         assert issubclass(cls, RLGraphError)
     assert issubclass(RLGraphSpecError, ValueError)
     assert issubclass(RLGraphBackendUnavailableError, ImportError)
@@ -54,6 +54,7 @@ def test_obsoleted_error():
     RLGraphSpecError("bad key", where="IntBox", expected="low, high"),
     RLGraphObsoletedError("spec key", "old", "new"),
     RLGraphBackendUnavailableError("tf"),
+    RLGraphCheckpointError("no checkpoint at 'x'", where="root.load_model"),
 ])
 def test_errors_pickle(error):
     clone = pickle.loads(pickle.dumps(error))

@@ -1,6 +1,7 @@
 """Checks and error messages of the build: root input spaces, stuck components."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List
 
 from rlgraph.spaces import Space
@@ -14,9 +15,8 @@ def check_root_input_spaces(root, input_spaces: Dict[str, Space]) -> Dict[str, l
     out; any other missing root argument space is an error naming the API method.
     """
     known_args = {a for info in root.api_methods.values() for a in info.arg_names}
-    known_args |= {f"{info.var_positional}[{i}]" for info in root.api_methods.values() if info.var_positional
-                   for i in range(64)}
-    unknown = sorted(k for k in input_spaces if k not in known_args)
+    var_names = {info.var_positional for info in root.api_methods.values() if info.var_positional}
+    unknown = sorted(k for k in input_spaces if k not in known_args and _var_item_name(k) not in var_names)
     if unknown:
         raise RLGraphError(f"input spaces given for unknown argument(s) {unknown}", where=root.global_scope,
                            expected="argument names of the root's API methods: " +
@@ -48,6 +48,12 @@ def check_root_input_spaces(root, input_spaces: Dict[str, Space]) -> Dict[str, l
             "\n".join(lines), where=root.global_scope,
             hint="pass them in input_spaces={name: space}, or mark an API method must_be_complete=False.")
     return signatures
+
+
+def _var_item_name(key: str):
+    """"args[2]" -> "args" (an item of a `*args` parameter), else None."""
+    match = re.fullmatch(r"(\w+)\[\d+\]", key)
+    return match.group(1) if match else None
 
 
 def incomplete_error(root, components, remaining: List[str], deferred: list) -> RLGraphInputIncompleteError:
