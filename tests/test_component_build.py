@@ -388,3 +388,22 @@ def test_var_positional_root_api(backend):
     test.test(("total", [1.0, 2.0, 3.5]), expected_outputs=6.5)
     with pytest.raises(RLGraphError, match="unknown argument.*'value\\[0\\]'"):
         ComponentTest(Summer(), input_spaces={"value[0]": float}, backend=backend)
+
+
+class TextLength(Component):
+    @rlgraph_api
+    def _graph_fn_length(self, text):
+        import tensorflow as tf
+        return tf.strings.length(text)
+
+
+def test_text_inputs_work_on_tf_and_fail_clearly_on_pytorch(backend):
+    from rlgraph.spaces import TextBox
+    spaces = dict(text=TextBox(add_batch_rank=True))
+    if backend == "pytorch":
+        # PyTorch has no string tensors: the build says so instead of failing inside torch.
+        with pytest.raises(RLGraphError, match="PyTorch has no string tensors"):
+            ComponentTest(TextLength(), input_spaces=spaces, backend=backend)
+    else:
+        test = ComponentTest(TextLength(), input_spaces=spaces, backend=backend)
+        recursive_assert_almost_equal(test.test(("length", np.array(["ab", "", "rlgraph"]))), [2, 0, 7])
