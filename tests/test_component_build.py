@@ -318,6 +318,8 @@ def test_synthetic_50_component_build(backend):
 
 
 def test_dot_export():
+    # The DOT export reads only the component tree and the traced calls, which are the same on
+    # both backends, so one installed backend suffices.
     test = ComponentTest(Top(scope="top"), input_spaces=dict(x=FloatBox(shape=(3,), add_batch_rank=True)),
                          backend="pytorch" if importlib.util.find_spec("torch") else "tf")
     dot = component_graph_to_dot(test.component, test.graph_executor.graph_builder.edges)

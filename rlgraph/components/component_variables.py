@@ -151,7 +151,8 @@ class ComponentVariablesMixin:
         prefix = self.global_scope + "/"
         registry = self.variable_registry
         if trainable_only:
-            registry = {k: v for k, v in registry.items() if self._record_of(k).trainable}
+            records = self.variable_records_of_tree()
+            registry = {k: v for k, v in registry.items() if records[k].trainable}
         if names and len(names) == 1 and isinstance(names[0], (list, tuple)):
             names = tuple(names[0])
         if not names:
@@ -175,12 +176,6 @@ class ComponentVariablesMixin:
         if not names:
             raise RLGraphError("no names given", where=f"{self.global_scope}.get_variables_by_name")
         return self.get_variables(*names, **kwargs)
-
-    def _record_of(self, global_name: str) -> VariableRecord:
-        for component in self.get_all_sub_components():
-            if global_name in component.variable_records:
-                return component.variable_records[global_name]
-        raise KeyError(global_name)
 
     def variable_records_of_tree(self) -> Dict[str, VariableRecord]:
         """Global name -> record for every variable of this sub-tree."""

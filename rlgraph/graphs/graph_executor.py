@@ -84,9 +84,10 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         self._configure_backend()
         stats = self.graph_builder.build(root_components, input_spaces, self.backend)
         prepare_start = time.perf_counter()
+        # Per root API: the input converters and the number of required inputs.
         self._converters = {
-            api: [make_converter(space, f"{root_components.global_scope}.{api}({name})", self._to_tensor)
-                  for name, space in args]
+            api: ([make_converter(space, f"{root_components.global_scope}.{api}({name})", self._to_tensor)
+                   for name, space in args], len(root_components.api_methods[api].required))
             for api, args in self.graph_builder.api_signatures.items()}
         self._after_build()
         # Re-seed so that runs do not depend on how many random ops the build's trace drew.
@@ -129,8 +130,8 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             name, inputs, keys = call, None, None
         else:
             name, inputs, keys = (tuple(call) + (None, None))[:3]
-        converters = self._converters.get(name)
-        if converters is None:
+        entry = self._converters.get(name)
+        if entry is None:
             raise RLGraphError(f"no root API method '{name}'", where=self._where(),
                                expected=sorted(self._converters),
                                hint=f"did you mean '{closest_match(name, list(self._converters))}'?")
@@ -140,10 +141,10 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             args = inputs
         else:
             args = [inputs]
-        info = self.root_component.api_methods[name]
-        if len(args) > len(converters) or len(args) < len(info.required):
+        converters, required = entry
+        if len(args) > len(converters) or len(args) < required:
             raise RLGraphError(f"wrong number of inputs for API method '{name}'", where=self._where(),
-                               expected=f"{len(info.required)} to {len(converters)} "
+                               expected=f"{required} to {len(converters)} "
                                f"({', '.join(n for n, _ in self.graph_builder.api_signatures[name])})",
                                received=len(args))
         tensors = [convert(value) for convert, value in zip(converters, args)]
@@ -293,4 +294,6 @@ def executor_for(backend: Optional[str] = None, **kwargs) -> GraphExecutor:
 
 def numpy_structure(output: Any, to_numpy) -> Any:
     """Maps `to_numpy` over every leaf (None stays None)."""
+    if not isinstance(output, (dict, tuple, list)):
+        return output if output is None else to_numpy(output)  # The common case: one tensor.
     return map_structure(lambda x: x if x is None else to_numpy(x), output)

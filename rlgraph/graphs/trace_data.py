@@ -33,15 +33,14 @@ class RankContext:
             if space is None or not hasattr(record.value, "shape"):
                 continue
             shape = tuple(record.value.shape)
-            ranks = [r for r in (("time", space.has_time_rank), ("batch", space.has_batch_rank)) if r[1]]
-            if not ranks:
-                continue
-            order = ["time", "batch"] if space.time_major else ["batch", "time"]
-            order = [o for o in order if (o == "batch" and space.has_batch_rank) or
-                     (o == "time" and space.has_time_rank)]
-            for position, kind in enumerate(order):
-                if position < len(shape):
-                    (self.batch_sizes if kind == "batch" else self.time_sizes).add(int(shape[position]))
+            # The sizes of the leading ranks, in the order they appear in the data.
+            ranks = [("batch", self.batch_sizes), ("time", self.time_sizes)]
+            if space.time_major:
+                ranks.reverse()
+            present = [sizes for kind, sizes in ranks if (space.has_batch_rank if kind == "batch"
+                                                          else space.has_time_rank)]
+            for sizes, dim in zip(present, shape):
+                sizes.add(int(dim))
             self.time_major |= bool(space.time_major and space.has_time_rank)
 
 

@@ -107,9 +107,9 @@ def create_variable(space, name: Optional[str], is_input_feed: bool = False, add
         variable = _torch_variable(space, name, shape, is_input_feed, trainable, value, device)
     if owner is not None:
         # Constant initializers are kept as the scalar; others as the array (to restore after a build).
-        initial = initializer if initializer is None or np.ndim(initializer) == 0 and not callable(initializer) \
-            else value
-        owner.on_variable_created(name, variable, 0 if initial is None else initial, trainable, bool(local))
+        constant = initializer is None or (not callable(initializer) and np.ndim(initializer) == 0)
+        initial = (0 if initializer is None else initializer) if constant else value
+        owner.on_variable_created(name, variable, initial, trainable, bool(local))
     return variable
 
 
