@@ -228,6 +228,10 @@ class Component(ComponentVariablesMixin, Specifiable):
             if not info.must_be_complete:
                 continue
             lacking = [a for a in info.required if self.api_method_inputs.get(a) is None]
+            # An API method taking only `*args` needs at least its first item.
+            if info.var_positional and not info.arg_names and \
+                    self.api_method_inputs.get(f"{info.var_positional}[0]") is None:
+                lacking.append(f"{info.var_positional}[0]")
             if lacking:
                 missing[name] = lacking
         return missing

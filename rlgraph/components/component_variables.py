@@ -67,7 +67,8 @@ class ComponentVariablesMixin:
             name: The variable's local name.
             shape: Its shape (default: scalar). Ignored with `from_space`.
             dtype: "float", "int", "bool", "str" or any numpy/backend dtype.
-            initializer: None (zeros), a number, an array, or fn(shape, np_dtype) -> array.
+            initializer: None (zeros), a number, an array, fn(shape, np_dtype) -> array, or a named
+                spec such as "xavier" or {"type": "truncated_normal", "stddev": 0.1} (see `get_initializer`).
             trainable: Whether optimizers train it (overridden by the component's `trainable`).
             from_space: A Space, or the name of an API argument whose space to use.
             add_batch_rank: With `from_space`: add a batch rank (True: the space's; int: size).

@@ -2,10 +2,25 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from rlgraph.spaces import Space
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphInputIncompleteError
+
+
+def expand_var_positional(root, input_spaces: Dict[str, Any]) -> Dict[str, Any]:
+    """Lets `*args` items be given under the bare name: `inputs=space` means `inputs[0]`, and
+    `inputs=[space0, space1]` (a python list) means `inputs[0]` and `inputs[1]`."""
+    var_names = {info.var_positional for info in root.api_methods.values() if info.var_positional}
+    arg_names = {a for info in root.api_methods.values() for a in info.arg_names}
+    out = {}
+    for key, value in input_spaces.items():
+        if key in var_names and key not in arg_names:
+            items = value if isinstance(value, list) else [value]
+            out.update({f"{key}[{i}]": item for i, item in enumerate(items)})
+        else:
+            out[key] = value
+    return out
 
 
 def check_root_input_spaces(root, input_spaces: Dict[str, Space]) -> Dict[str, list]:

@@ -12,7 +12,7 @@ import time
 from typing import Any, Dict, Optional
 
 from rlgraph.backend_system import backend_scope, normalize_backend
-from rlgraph.graphs.build_diagnostics import check_root_input_spaces, incomplete_error
+from rlgraph.graphs.build_diagnostics import check_root_input_spaces, expand_var_positional, incomplete_error
 from rlgraph.graphs.op_records import has_pending, records_for
 from rlgraph.graphs.trace_data import TRACE_BATCH_SIZE, TRACE_TIME_SIZE, TraceBackend
 from rlgraph.graphs.tracer import Deferred, Tracer
@@ -74,7 +74,8 @@ class GraphBuilder(Specifiable):
             raise RLGraphError("this component has been built already", where=root_component.global_scope,
                                hint="build a copy: component.copy().")
         self.root_component = root_component
-        self.input_spaces = {k: Space.from_spec(v) for k, v in (input_spaces or {}).items()}
+        self.input_spaces = {k: Space.from_spec(v) for k, v in
+                             expand_var_positional(root_component, dict(input_spaces or {})).items()}
         self.api_signatures = check_root_input_spaces(root_component, self.input_spaces)
         trace = TraceBackend(backend, self.trace_batch_size, self.trace_time_size)
         components = root_component.get_all_sub_components()

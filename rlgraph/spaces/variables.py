@@ -61,6 +61,7 @@ def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) ->
     Variable-size (None) ranks get size 0.
     """
     concrete = tuple(0 if d is None else d for d in shape)
+    initializer = resolve_named_initializer(initializer, dtype, name)
     if initializer is None:
         return np.zeros(concrete, dtype=dtype) if dtype.kind not in "US" else np.full(concrete, "", dtype=dtype)
     if callable(initializer):
@@ -78,6 +79,14 @@ def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) ->
                                 expected=f"shape {shape}", received=f"shape {np.shape(value)}") from None
 
 
+def resolve_named_initializer(initializer: Any, dtype: np.dtype, name: str) -> Any:
+    """Named specs ("xavier", {"type": "truncated_normal"}) become callables; others pass through."""
+    if isinstance(initializer, dict) or (isinstance(initializer, str) and np.dtype(dtype).kind not in "US"):
+        from rlgraph.utils.initializers import get_initializer
+        return get_initializer(initializer, where=f"get_variable({name!r})")
+    return initializer
+
+
 def create_variable(space, name: Optional[str], is_input_feed: bool = False, add_batch_rank=None, add_time_rank=None,
                     time_major: Optional[bool] = None, is_python: bool = False, local: bool = False,
                     trainable: bool = False, initializer: Any = None, backend: Optional[str] = None) -> Any:
@@ -89,6 +98,7 @@ def create_variable(space, name: Optional[str], is_input_feed: bool = False, add
             child, f"{name}/{key}", is_input_feed, add_batch_rank, add_time_rank, time_major, is_python, local,
             trainable, initializer, backend))
     shape = variable_shape(space, add_batch_rank, add_time_rank, time_major)
+    initializer = resolve_named_initializer(initializer, space.dtype, name)
     owner = None if is_input_feed or is_python else _creation.owner
     if owner is not None:
         trainable = owner.adjust_trainable(trainable)

@@ -39,7 +39,7 @@ class ComponentTest:
                  backend: Optional[str] = None, auto_build: bool = True, build_kwargs: Optional[dict] = None,
                  **kwargs):
         self.component = component
-        self.input_spaces = {k: Space.from_spec(v) for k, v in (input_spaces or {}).items()}
+        self.input_spaces = dict(input_spaces or {})  # Specs are resolved by the builder.
         self.action_space = Space.from_spec(action_space) if action_space is not None else None
         self.seed = seed
         self.backend = normalize_backend(backend) if backend is not None else get_backend()

@@ -1,0 +1,50 @@
+"""`Layer`: a component with one `apply` API method mapping n inputs to m outputs."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from rlgraph.components.component import Component
+from rlgraph.spaces import Space
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
+
+
+class Layer(Component):
+    """A simple component whose `apply(*inputs)` API method runs `_graph_fn_apply`.
+
+    Subclasses override `_graph_fn_apply` (backend code) and, when the layer changes the
+    shape or dtype of its input, `get_preprocessed_space`.
+
+    API:
+        apply(*inputs): The layer's outputs for `inputs`.
+    """
+
+    def __init__(self, scope: str = "layer", **kwargs):
+        super().__init__(scope=scope, **kwargs)
+
+    @rlgraph_api
+    def apply(self, *inputs):
+        return self._graph_fn_apply(*inputs)
+
+    @graph_fn
+    def _graph_fn_apply(self, *inputs):
+        return inputs[0] if len(inputs) == 1 else inputs
+
+    def get_preprocessed_space(self, space: Space) -> Space:
+        """The space of `apply`'s output for an input of `space` (default: unchanged).
+
+        Args:
+            space: The incoming space.
+
+        Returns:
+            The space after this layer.
+        """
+        return space
+
+    def input_space(self, input_spaces: Dict[str, Any], index: int = 0) -> Space:
+        """The space of `apply`'s positional input `index` (as `check_input_spaces` receives it)."""
+        key = f"inputs[{index}]"
+        if key not in input_spaces:
+            raise RLGraphSpaceError(None, f"no space for input {index} of apply", where=f"{self.global_scope}.apply",
+                                    expected=f"a space for '{key}'", received=sorted(input_spaces))
+        return input_spaces[key]

@@ -1,0 +1,2 @@
+"""String (text) processing layers."""
+__all__ = []
