@@ -1,6 +1,41 @@
-"""Components: the building blocks of every model."""
+"""Components: the building blocks of every model.
+
+`Component.from_spec` resolves every component class listed in `COMPONENT_NAMES` (matched
+regardless of case, "-" and "_"), so layer specs such as {"type": "dense", "units": 64} work.
+"""
 from rlgraph.components.component import Component
+from rlgraph.components.layers import *  # noqa: F401,F403
+from rlgraph.components.layers import __all__ as _layers_all
+from rlgraph.components.neural_networks import *  # noqa: F401,F403
+from rlgraph.components.neural_networks import __all__ as _nn_all
 
-Component.__lookup_classes__ = {"component": Component}
+_namespace = globals()
 
-__all__ = ["Component"]
+# Spec name -> class. Each class is also reachable under its class name.
+COMPONENT_NAMES = {
+    "component": "Component", "layer": "Layer", "nn-layer": "NNLayer", "dense": "DenseLayer",
+    "dense-layer": "DenseLayer", "conv2d": "Conv2DLayer", "conv2d-layer": "Conv2DLayer",
+    "maxpool2d": "MaxPool2DLayer", "max-pool2d": "MaxPool2DLayer", "concat": "ConcatLayer",
+    "concat-layer": "ConcatLayer", "residual": "ResidualLayer", "residual-layer": "ResidualLayer",
+    "lstm": "LSTMLayer", "lstm-layer": "LSTMLayer", "multi-lstm": "MultiLSTMLayer",
+    "multi-lstm-layer": "MultiLSTMLayer",
+    "preprocess-layer": "PreprocessLayer", "grayscale": "GrayScale", "gray-scale": "GrayScale",
+    "image-resize": "ImageResize", "image-crop": "ImageCrop", "image-binary": "ImageBinary",
+    "normalize": "Normalize", "moving-standardize": "MovingStandardize", "clip": "Clip", "multiply": "Multiply",
+    "divide": "Divide", "convert-type": "ConvertType", "reshape": "ReShape", "transpose": "Transpose",
+    "sequence": "Sequence", "rank-reinterpreter": "RankReinterpreter",
+    "string-layer": "StringLayer", "string-to-hash-bucket": "StringToHashBucket",
+    "str-hash-bucket": "StringToHashBucket", "embedding-lookup": "EmbeddingLookup", "embedding": "EmbeddingLookup",
+    "stack": "Stack", "neural-network": "NeuralNetwork", "preprocessor-stack": "PreprocessorStack",
+    "dict-preprocessor-stack": "DictPreprocessorStack",
+    "multi-input-stream-neural-network": "MultiInputStreamNeuralNetwork",
+    "multi-input-stream-nn": "MultiInputStreamNeuralNetwork",
+}
+
+Component.__lookup_classes__ = {}
+for _name, _cls_name in COMPONENT_NAMES.items():
+    if _cls_name in _namespace:
+        Component.__lookup_classes__[_name] = _namespace[_cls_name]
+        Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
+
+__all__ = ["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all)

@@ -30,6 +30,12 @@ class Layer(Component):
     def _graph_fn_apply(self, *inputs):
         return inputs[0] if len(inputs) == 1 else inputs
 
+    def __call__(self, *inputs: Any) -> Any:
+        """Keras-style assembly: returns a `LayerNode` recording this layer applied to `inputs`
+        (spaces for network inputs, or other layers' nodes); see `NeuralNetwork(outputs=...)`."""
+        from rlgraph.components.layers.layer_node import LayerNode
+        return LayerNode(self, inputs)
+
     def get_preprocessed_space(self, space: Space) -> Space:
         """The space of `apply`'s output for an input of `space` (default: unchanged).
 

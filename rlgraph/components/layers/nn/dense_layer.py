@@ -71,6 +71,8 @@ class DenseLayer(NNLayer):
         x = inputs[0]
         if get_backend() == "tf":
             import tensorflow as tf
+            if x.dtype != self.kernel.dtype:
+                x = tf.cast(x, self.kernel.dtype)
             out = tf.matmul(x, self.kernel) if len(x.shape) == 2 else tf.tensordot(x, self.kernel, 1)
             if self.bias is not None:
                 out = out + self.bias
