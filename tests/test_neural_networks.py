@@ -147,3 +147,23 @@ def test_multi_input_stream_network_rejects_wrong_container(backend):
                       backend=backend)
     with pytest.raises(RLGraphSpecError, match="must be a dict .Dict states. or a list"):
         MultiInputStreamNeuralNetwork(input_network_specs="a")
+
+
+def test_network_with_lstm_returns_last_internal_states(backend):
+    from rlgraph.components.layers.nn.lstm_layer import LSTMLayer
+    net = NeuralNetwork(DenseLayer(units=3, activation="tanh"), LSTMLayer(units=2), DenseLayer(units=1), scope="rnn")
+    assert net.has_rnn()
+    space = FloatBox(shape=(4,), add_batch_rank=True, add_time_rank=True)
+    states = Tuple(FloatBox(shape=(2,), add_batch_rank=True), FloatBox(shape=(2,), add_batch_rank=True))
+    test = ComponentTest(net, input_spaces=dict(inputs=space, internal_states=states), backend=backend)
+    w = test.read_variable_values(net.variable_registry)
+    rng = np.random.RandomState(9)
+    x = rng.normal(size=(2, 5, 4)).astype(np.float32)
+    c0, h0 = rng.normal(size=(2, 2)).astype(np.float32), rng.normal(size=(2, 2)).astype(np.float32)
+    hidden = np.tanh(rnp.dense_layer(x, w["rnn/dense/kernel"], w["rnn/dense/bias"]))
+    seq, (h_last, c_last) = rnp.lstm_layer(hidden, w["rnn/lstm/kernel"], w["rnn/lstm/bias"],
+                                           initial_internal_states=(h0, c0))
+    expected = rnp.dense_layer(seq, w["rnn/dense-1/kernel"], w["rnn/dense-1/bias"])
+    out = test.test(("apply", [x, (c0, h0)]))
+    recursive_assert_almost_equal(out["output"], expected, decimals=5)
+    recursive_assert_almost_equal(out["last_internal_states"], (c_last, h_last), decimals=5)

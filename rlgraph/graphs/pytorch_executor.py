@@ -35,9 +35,9 @@ class PyTorchExecutor(GraphExecutor):
 
     def _to_tensor(self, array: np.ndarray) -> Any:
         import torch
-        if array.dtype.kind in "US":
-            raise RLGraphError("PyTorch has no string tensors", where=self._where(),
-                               hint="map text to ids first (e.g. StringToHashBucket), or use the tf backend.")
+        if array.dtype.kind in "USO":
+            # PyTorch has no string tensors: text reaches graph functions as numpy string arrays.
+            return array
         return torch.from_numpy(array if array.flags.writeable else array.copy())
 
     def _call_api(self, name: str, tensors: list) -> Any:
@@ -108,6 +108,7 @@ class PyTorchExecutor(GraphExecutor):
 
 
 def _torch_to_numpy(value: Any) -> Any:
+    # Numpy arrays (e.g. text results on PyTorch) and python values pass through unchanged.
     if hasattr(value, "detach"):
         return value.detach().cpu().numpy()
     return value

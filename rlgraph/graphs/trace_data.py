@@ -16,7 +16,6 @@ import numpy as np
 from rlgraph.graphs.op_records import DataOpRecord, leaf_records
 from rlgraph.spaces import Dict, Space, TextBox, Tuple
 from rlgraph.spaces.space_utils import get_space_from_op
-from rlgraph.utils.rlgraph_errors import RLGraphError
 
 TRACE_BATCH_SIZE = 5
 TRACE_TIME_SIZE = 7
@@ -76,9 +75,9 @@ class TraceBackend:
         if self.backend == "tf":
             import tensorflow as tf
             return tf.constant(array)
-        if array.dtype.kind in "US":
-            raise RLGraphError("PyTorch has no string tensors", where=f"trace input of space {space}",
-                               hint="map text to ids first (e.g. StringToHashBucket), or use the tf backend.")
+        if array.dtype.kind in "USO":
+            # PyTorch has no string tensors: text stays a numpy string array on this backend.
+            return np.array(array, copy=True)
         import torch
         return torch.from_numpy(np.array(array, copy=True, order="C"))
 

@@ -50,6 +50,8 @@ class Layer(Component):
     def input_space(self, input_spaces: Dict[str, Any], index: int = 0) -> Space:
         """The space of `apply`'s positional input `index` (as `check_input_spaces` receives it)."""
         key = f"inputs[{index}]"
+        if key not in input_spaces and index == 0 and "inputs" in input_spaces:
+            key = "inputs"  # Subclasses whose `apply` takes a named `inputs` argument.
         if key not in input_spaces:
             raise RLGraphSpaceError(None, f"no space for input {index} of apply", where=f"{self.global_scope}.apply",
                                     expected=f"a space for '{key}'", received=sorted(input_spaces))

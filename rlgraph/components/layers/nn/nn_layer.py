@@ -29,6 +29,8 @@ class NNLayer(Layer):
     [[0.0, 3.0]]
     """
 
+    is_recurrent = False  # Recurrent layers (LSTMLayer) take and return internal states.
+
     def __init__(self, activation: Optional[Any] = None, activation_params: Optional[Sequence[Any]] = None,
                  scope: str = "nn-layer", **kwargs):
         super().__init__(scope=scope, **kwargs)

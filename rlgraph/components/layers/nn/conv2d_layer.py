@@ -1,0 +1,215 @@
+"""`Conv2DLayer`: a 2-D convolution (cross-correlation) with TF's "valid"/"same" padding on both backends."""
+from __future__ import annotations
+
+from typing import Any, Sequence, Tuple, Union
+
+import numpy as np
+
+from rlgraph.backend_system import get_backend
+from rlgraph.components.layers.nn.nn_layer import NNLayer
+from rlgraph.spaces import FloatBox, Space
+from rlgraph.utils.decorators import graph_fn
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+
+IntPair = Union[int, Sequence[int]]
+PADDINGS = ("valid", "same")
+DATA_FORMATS = ("channels_last", "channels_first")
+
+
+def int_pair(value: IntPair, where: str) -> Tuple[int, int]:
+    """`value` (an int or a pair of ints, all >= 1) as a pair; raises `RLGraphSpecError` otherwise."""
+    items = [value] * 2 if isinstance(value, (int, np.integer)) else value
+    try:
+        ok = len(items) == 2 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+                                     for v in items)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise RLGraphSpecError("must be a positive int or a pair of positive ints", where=where,
+                               expected="e.g. 3 or (3, 2)", received=repr(value))
+    return int(items[0]), int(items[1])
+
+
+def check_choice(value: str, choices: Sequence[str], where: str) -> str:
+    """`value` lower-cased if it is one of `choices`; raises `RLGraphSpecError` otherwise."""
+    if not isinstance(value, str) or value.lower() not in choices:
+        raise RLGraphSpecError("unknown value", where=where, expected=" or ".join(repr(c) for c in choices),
+                               received=repr(value))
+    return value.lower()
+
+
+def window_geometry(size: int, window: int, stride: int, padding: str) -> Tuple[int, int, int]:
+    """(out_size, pad_before, pad_after) of one spatial axis under TF's padding rules.
+
+    "valid": no padding, out = (size - window) // stride + 1 (0 or less if the window does not fit).
+    "same": out = ceil(size / stride), padded by max((out - 1) * stride + window - size, 0) in total,
+    with the odd element after (bottom/right), as TF does; PyTorch layers pad explicitly to match.
+
+    >>> window_geometry(5, 2, 2, "same"), window_geometry(5, 3, 2, "valid")
+    ((3, 0, 1), (2, 0, 0))
+    """
+    if padding == "valid":
+        return (size - window) // stride + 1, 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + window - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def spatial_dims(space: Space, data_format: str) -> Tuple[int, int, int]:
+    """(H, W, C) of a rank-3 image space in `data_format`."""
+    shape = tuple(int(d) for d in space.shape)
+    return (shape[0], shape[1], shape[2]) if data_format == "channels_last" else (shape[1], shape[2], shape[0])
+
+
+def image_shape(h: int, w: int, c: int, data_format: str) -> Tuple[int, int, int]:
+    """The rank-3 shape of an (H, W, C) image in `data_format`."""
+    return (h, w, c) if data_format == "channels_last" else (c, h, w)
+
+
+def check_image_space(layer: NNLayer, space: Space, windows: Tuple[int, int], padding: str, data_format: str,
+                      what: str) -> None:
+    """Raises `RLGraphSpaceError` unless `space` is a rank-3 image that a `windows`-sized window fits."""
+    where = f"{layer.global_scope}.apply(inputs)"
+    if len(space.shape) != 3:
+        layout = "(H, W, C)" if data_format == "channels_last" else "(C, H, W)"
+        raise RLGraphSpaceError(space, f"a {what} needs rank-3 image inputs (plus batch/time ranks)", where=where,
+                                expected=f"shape {layout}", received=f"shape {space.shape}",
+                                hint="reshape the input, or set data_format to match it.")
+    h, w, _ = spatial_dims(space, data_format)
+    if padding == "valid" and (windows[0] > h or windows[1] > w):
+        raise RLGraphSpaceError(space, f"the {what} window {windows} does not fit the image ({h}, {w})", where=where,
+                                expected=f"H >= {windows[0]} and W >= {windows[1]}", received=f"shape {space.shape}",
+                                hint="use padding='same' or a smaller window.")
+
+
+def fold_leading_ranks(x: Any) -> Tuple[Any, Any]:
+    """Reshapes [..., A, B, C] to [N, A, B, C]; returns (x, leading dims) for `unfold_leading_ranks`."""
+    if len(x.shape) == 4:
+        return x, None
+    if get_backend() == "tf":
+        import tensorflow as tf
+        lead = tf.shape(x)[:-3]
+        return tf.reshape(x, tf.concat([[-1], tf.shape(x)[-3:]], axis=0)), lead
+    return x.reshape((-1,) + tuple(x.shape[-3:])), tuple(x.shape[:-3])
+
+
+def unfold_leading_ranks(x: Any, lead: Any) -> Any:
+    """Undoes `fold_leading_ranks` on a result [N, A', B', C']."""
+    if lead is None:
+        return x
+    if get_backend() == "tf":
+        import tensorflow as tf
+        return tf.reshape(x, tf.concat([lead, tf.shape(x)[1:]], axis=0))
+    return x.reshape(lead + tuple(x.shape[1:]))
+
+
+class Conv2DLayer(NNLayer):
+    """A 2-D convolution: activation(conv2d(x, kernel) + bias), as `tf.nn.conv2d` computes it.
+
+    The variables are "<scope>/kernel" [kh, kw, in, filters] and "<scope>/bias" [filters], in this
+    (TF) layout on both backends; PyTorch permutes the kernel to [filters, in, kh, kw] when it runs.
+    Inputs are [B, H, W, in] ("channels_last") or [B, in, H, W] ("channels_first"), with an optional
+    time rank; outputs are [B, H', W', filters] or [B, filters, H', W'] with
+    H' = (H - kh) // sh + 1 ("valid") or ceil(H / sh) ("same", zero padding with the odd row/column
+    at the bottom/right as in TF; PyTorch pads explicitly to get the same numbers). Same for W'.
+
+    Args:
+        filters: The number of output channels.
+        kernel_size: (kh, kw), or one int for both.
+        strides: (sh, sw), or one int for both.
+        padding: "valid" or "same".
+        data_format: "channels_last" (NHWC) or "channels_first" (NCHW).
+        kernel_spec: Initializer of the kernel (see `get_initializer`); default "glorot_uniform".
+        biases_spec: Initializer of the bias; default 0; False for no bias.
+        activation: See `NNLayer`.
+        scope: Default "conv2d".
+
+    Raises:
+        RLGraphSpecError: On a bad filters/kernel_size/strides value or an unknown padding/data_format.
+
+    >>> from rlgraph.tests import ComponentTest
+    >>> from rlgraph.spaces import FloatBox
+    >>> layer = Conv2DLayer(filters=1, kernel_size=2, strides=1, kernel_spec=1.0, biases_spec=0.5)
+    >>> test = ComponentTest(layer, input_spaces=dict(inputs=FloatBox(shape=(3, 3, 1), add_batch_rank=True)),
+    ...                      backend="pytorch")
+    >>> test.test(("apply", np.arange(9, dtype=np.float32).reshape((1, 3, 3, 1))))[0, :, :, 0].tolist()
+    [[8.5, 12.5], [20.5, 24.5]]
+    >>> layer.get_preprocessed_space(FloatBox(shape=(3, 3, 1), add_batch_rank=True)).shape
+    (2, 2, 1)
+    """
+
+    def __init__(self, filters: int, kernel_size: IntPair, strides: IntPair, padding: str = "valid",
+                 data_format: str = "channels_last", kernel_spec: Any = None, biases_spec: Any = None,
+                 activation: Any = None, scope: str = "conv2d", **kwargs):
+        super().__init__(activation=activation, scope=scope, **kwargs)
+        name = type(self).__name__
+        if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters < 1:
+            raise RLGraphSpecError("filters must be a positive int", where=f"{name}(filters)", received=repr(filters))
+        self.filters = int(filters)
+        self.kernel_size = int_pair(kernel_size, f"{name}(kernel_size)")
+        self.strides = int_pair(strides, f"{name}(strides)")
+        self.padding = check_choice(padding, PADDINGS, f"{name}(padding)")
+        self.data_format = check_choice(data_format, DATA_FORMATS, f"{name}(data_format)")
+        self.kernel_spec = "glorot_uniform" if kernel_spec is None else kernel_spec
+        self.biases_spec = 0.0 if biases_spec is None else biases_spec
+        self.kernel = None
+        self.bias = None
+
+    def check_input_spaces(self, input_spaces, action_space=None):
+        super().check_input_spaces(input_spaces, action_space)
+        check_image_space(self, self.input_space(input_spaces), self.kernel_size, self.padding, self.data_format,
+                          "conv2d")
+
+    def create_variables(self, input_spaces, action_space=None):
+        _, _, in_channels = spatial_dims(self.input_space(input_spaces), self.data_format)
+        self.kernel = self.get_variable("kernel", shape=self.kernel_size + (in_channels, self.filters),
+                                        dtype="float", initializer=self.kernel_spec, trainable=True)
+        if self.biases_spec is not False:
+            self.bias = self.get_variable("bias", shape=(self.filters,), dtype="float", initializer=self.biases_spec,
+                                          trainable=True)
+
+    @graph_fn
+    def _graph_fn_apply(self, *inputs):
+        x, lead = fold_leading_ranks(inputs[0])
+        out = self._conv2d_tf(x) if get_backend() == "tf" else self._conv2d_torch(x)
+        return self.activate(unfold_leading_ranks(out, lead))
+
+    def _conv2d_tf(self, x):
+        import tensorflow as tf
+        if x.dtype != self.kernel.dtype:
+            x = tf.cast(x, self.kernel.dtype)
+        # TF's CPU kernels only run NHWC, so channels_first goes through a transpose.
+        if self.data_format == "channels_first":
+            x = tf.transpose(x, (0, 2, 3, 1))
+        out = tf.nn.conv2d(x, self.kernel, strides=(1,) + self.strides + (1,), padding=self.padding.upper())
+        if self.bias is not None:
+            out = tf.nn.bias_add(out, self.bias)
+        return tf.transpose(out, (0, 3, 1, 2)) if self.data_format == "channels_first" else out
+
+    def _conv2d_torch(self, x):
+        import torch.nn.functional as F
+        if x.dtype != self.kernel.dtype:
+            x = x.to(self.kernel.dtype)
+        if self.data_format == "channels_last":
+            x = x.permute(0, 3, 1, 2)
+        pads = self._torch_pads(x.shape[2], x.shape[3])
+        if any(pads):
+            x = F.pad(x, pads)
+        out = F.conv2d(x, self.kernel.permute(3, 2, 0, 1), self.bias, stride=self.strides)
+        return out.permute(0, 2, 3, 1) if self.data_format == "channels_last" else out
+
+    def _torch_pads(self, h: int, w: int) -> Tuple[int, int, int, int]:
+        """(left, right, top, bottom) zero padding that gives TF's geometry (all 0 for "valid")."""
+        _, top, bottom = window_geometry(int(h), self.kernel_size[0], self.strides[0], self.padding)
+        _, left, right = window_geometry(int(w), self.kernel_size[1], self.strides[1], self.padding)
+        return left, right, top, bottom
+
+    def get_preprocessed_space(self, space: Space) -> Space:
+        """The output FloatBox: shape (H', W', filters) or (filters, H', W'), ranks as the input's."""
+        check_image_space(self, space, self.kernel_size, self.padding, self.data_format, "conv2d")
+        h, w, _ = spatial_dims(space, self.data_format)
+        out_h = window_geometry(h, self.kernel_size[0], self.strides[0], self.padding)[0]
+        out_w = window_geometry(w, self.kernel_size[1], self.strides[1], self.padding)[0]
+        return FloatBox(shape=image_shape(out_h, out_w, self.filters, self.data_format),
+                        add_batch_rank=space.has_batch_rank, add_time_rank=space.has_time_rank,
+                        time_major=space.time_major)
