@@ -12,3 +12,15 @@ def test_components_doc_snippets_run(backend):
     namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
     assert namespace["test"].test("get_value").item() == 5.0
+
+
+LAYERS_DOC = Path(__file__).resolve().parent.parent / "docs" / "layers.md"
+
+
+def test_layers_doc_snippets_run(backend):
+    blocks = re.findall(r"```python\n(.*?)```", LAYERS_DOC.read_text(), flags=re.S)
+    assert len(blocks) == 2
+    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(code, str(LAYERS_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert namespace["q"].shape == (3, 2) and namespace["v"].shape == (2, 1)

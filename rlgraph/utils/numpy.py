@@ -421,3 +421,117 @@ def vtrace(log_rhos: np.ndarray, discounts: np.ndarray, rewards: np.ndarray, val
     vs_tp1 = np.concatenate([vs[1:], v_T[None]], axis=0)
     pg_rho_t = rhos if clip_pg_rho_threshold is None else np.minimum(clip_pg_rho_threshold, rhos)
     return vs, pg_rho_t * (r_t + gamma_t * vs_tp1 - v_t)
+
+
+# --- Recurrent layers: LSTM options (peepholes, cell clipping) ------------------------------------------------------
+
+def peephole_lstm_layer(inputs: np.ndarray, weights: np.ndarray, biases: np.ndarray,
+                        peepholes: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None,
+                        cell_clip: Optional[float] = None,
+                        initial_internal_states: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+                        time_major: bool = False, forget_bias: float = 1.0,
+                        sequence_length: Optional[np.ndarray] = None
+                        ) -> Tuple[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+    """`lstm_layer` with the two options of TF's `LSTMCell`: peephole connections and cell clipping.
+
+    Peepholes (Gers & Schmidhuber 2000, https://doi.org/10.1109/IJCNN.2000.861302) add diagonal
+    weights from the cell state to the gates: i and f see c_{t-1}, o sees the new cell state:
+    c_new = sigmoid(f + forget_bias + w_f * c) * c + sigmoid(i + w_i * c) * tanh(j), then
+    c_new = clip(c_new, -cell_clip, cell_clip), h_new = sigmoid(o + w_o * c_new) * tanh(c_new).
+    With `peepholes=None` and `cell_clip=None` this equals `lstm_layer`.
+
+    Args:
+        inputs, weights, biases, initial_internal_states, time_major, forget_bias, sequence_length:
+            As in `lstm_layer` (initial states are (h0, c0)).
+        peepholes: (w_i, w_f, w_o), each [units]; None: no peepholes.
+        cell_clip: Clip value of the cell state; None: no clipping.
+
+    Returns:
+        (outputs, (h_last, c_last)) as `lstm_layer` returns them.
+    """
+    seq = _as_float(inputs)
+    seq = seq if time_major else np.swapaxes(seq, 0, 1)
+    num_steps, batch = seq.shape[:2]
+    units = np.shape(weights)[1] // 4
+    if initial_internal_states is None:
+        h = c = np.zeros((batch, units), dtype=seq.dtype)
+    else:
+        h, c = (np.asarray(s) for s in initial_internal_states)
+    w_i, w_f, w_o = (0.0, 0.0, 0.0) if peepholes is None else (np.asarray(p) for p in peepholes)
+    lengths = np.full(batch, num_steps) if sequence_length is None else np.asarray(sequence_length)
+    outputs = []
+    for t in range(num_steps):
+        z = np.matmul(np.concatenate([seq[t], h], axis=-1), weights) + biases
+        i, j, f, o = np.split(z, 4, axis=-1)
+        c_new = sigmoid(f + forget_bias + w_f * c) * c + sigmoid(i + w_i * c) * np.tanh(j)
+        if cell_clip is not None:
+            c_new = np.clip(c_new, -cell_clip, cell_clip)
+        h_new = sigmoid(o + w_o * c_new) * np.tanh(c_new)
+        valid = (t < lengths)[:, None]
+        h, c = np.where(valid, h_new, h), np.where(valid, c_new, c)
+        outputs.append(np.where(valid, h_new, np.zeros_like(h_new)))
+    outputs = np.stack(outputs, axis=0)
+    return (outputs if time_major else np.swapaxes(outputs, 0, 1)), (h, c)
+
+
+# --- Image preprocessing --------------------------------------------------------------------------------------------
+
+def grayscale(images: np.ndarray, weights: Sequence[float] = (0.299, 0.587, 0.114),
+              keep_rank: bool = False) -> np.ndarray:
+    """Weighted sum over the last (color) axis of [..., C] images, in float64: [...] (or [..., 1])."""
+    out = np.sum(np.asarray(images, dtype=np.float64) * np.asarray(weights, dtype=np.float64), axis=-1)
+    return out[..., None] if keep_rank else out
+
+
+def _source_index_nearest(n_in: int, n_out: int) -> np.ndarray:
+    # float32 like TF's kernel: floor((o + 0.5) * scale) lands on integers exactly as TF's does.
+    scale = np.float32(n_in / n_out)
+    src = np.floor((np.arange(n_out) + 0.5).astype(np.float32) * scale).astype(np.int64)
+    return np.minimum(src, n_in - 1)
+
+
+def _resize_axis(x: np.ndarray, axis: int, n_out: int, method: str) -> np.ndarray:
+    n_in = x.shape[axis]
+    x = np.moveaxis(x, axis, 0)
+    if method == "nearest":
+        out = x[_source_index_nearest(n_in, n_out)]
+    elif method == "bilinear":
+        src = np.maximum((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0.0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        frac = (src - i0).reshape((-1,) + (1,) * (x.ndim - 1))
+        out = x[i0] * (1.0 - frac) + x[i1] * frac
+    elif method == "area":
+        scale = n_in / n_out
+        out = np.zeros((n_out,) + x.shape[1:])
+        for o in range(n_out):
+            start, end = o * scale, (o + 1) * scale
+            for i in range(int(np.floor(start)), min(int(np.ceil(end)), n_in)):
+                out[o] += x[i] * (min(end, i + 1) - max(start, i)) / scale
+    else:
+        raise RLGraphError(f"unknown interpolation {method!r}", where="numpy.resize_images",
+                           expected="'bilinear', 'nearest' or 'area'")
+    return np.moveaxis(out, 0, axis)
+
+
+def resize_images(images: np.ndarray, height: int, width: int, method: str = "bilinear",
+                  has_channels: bool = True) -> np.ndarray:
+    """Resizes [..., H, W, C] (or [..., H, W] without `has_channels`) images, in float64.
+
+    Half-pixel centers and no antialiasing, as `tf.image.resize(..., antialias=False)`:
+    "bilinear" interpolates the two nearest source pixels per axis; "nearest" takes source
+    pixel floor((o + 0.5) * in / out); "area" averages the source pixels weighted by how much
+    of each the output pixel's footprint covers.
+    """
+    x = np.asarray(images, dtype=np.float64)
+    h_axis = x.ndim - 3 if has_channels else x.ndim - 2
+    x = _resize_axis(x, h_axis, height, method)
+    return _resize_axis(x, h_axis + 1, width, method)
+
+
+def min_max_normalize(x: np.ndarray, sample_rank: int, epsilon: float = 1e-8) -> np.ndarray:
+    """(x - min) / max(max - min, epsilon) over the last `sample_rank` axes of each sample."""
+    x = _as_float(x)
+    axes = tuple(range(x.ndim - sample_rank, x.ndim))
+    low, high = np.min(x, axis=axes, keepdims=True), np.max(x, axis=axes, keepdims=True)
+    return (x - low) / np.maximum(high - low, epsilon)

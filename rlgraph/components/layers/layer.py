@@ -1,12 +1,26 @@
 """`Layer`: a component with one `apply` API method mapping n inputs to m outputs."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from rlgraph.components.component import Component
 from rlgraph.spaces import Space
-from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
+
+
+def declare_output_space(output: Any, space_fn: Callable[[], Space]) -> Any:
+    """Gives a traced output the space `space_fn()` while the build traces; else returns `output`.
+
+    The build infers an output's batch/time ranks from the sizes of its leading dims (see
+    `rlgraph/graphs/trace_data.py`). Layers that create, drop or move those ranks (folding B*T
+    rows, reinterpreting a data dim as time) state their output space instead. While the build
+    traces, API values are records that carry a `space`; at run time they are backend tensors
+    and pass through untouched.
+    """
+    if tracing.tracer is not None and hasattr(output, "space"):
+        output.space = space_fn()
+    return output
 
 
 class Layer(Component):
@@ -19,12 +33,19 @@ class Layer(Component):
         apply(*inputs): The layer's outputs for `inputs`.
     """
 
+    # True: `apply`'s output gets the space `get_preprocessed_space` gives, instead of the one the
+    # build infers from the traced shapes (needed where a layer folds, moves or adds ranks).
+    declares_output_space = False
+
     def __init__(self, scope: str = "layer", **kwargs):
         super().__init__(scope=scope, **kwargs)
 
     @rlgraph_api
     def apply(self, *inputs):
-        return self._graph_fn_apply(*inputs)
+        out = self._graph_fn_apply(*inputs)
+        if self.declares_output_space:
+            return declare_output_space(out, lambda: self.get_preprocessed_space(inputs[0].space))
+        return out
 
     @graph_fn
     def _graph_fn_apply(self, *inputs):

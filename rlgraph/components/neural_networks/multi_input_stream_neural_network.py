@@ -1,7 +1,7 @@
 """`MultiInputStreamNeuralNetwork`: one network per item of a Dict/Tuple input, concatenated, then a post network."""
 from __future__ import annotations
 
-from typing import Any, Dict as DictT, List, Optional, Union
+from typing import Any, Dict as DictT, List, Union
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.neural_networks.neural_network import NeuralNetwork

@@ -1,7 +1,7 @@
 """`ConcatLayer`: concatenates n inputs along one data axis."""
 from __future__ import annotations
 
-from typing import Any, List, Sequence, Union
+from typing import List, Sequence, Union
 
 import numpy as np
 
