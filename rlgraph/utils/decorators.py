@@ -237,3 +237,30 @@ def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: 
         return wrapper
 
     return decorate(api_method) if api_method is not None else decorate
+
+
+def declare_output_space(output: Any, space_fn: Callable[[], Any]) -> Any:
+    """Gives a traced API output the space `space_fn()` while the build traces; else returns `output`.
+
+    The build infers an output's batch/time ranks from the sizes of its leading dims (see
+    `rlgraph/graphs/trace_data.py`). Components whose outputs create, drop or move those ranks
+    (folding B*T rows, sampling `num_records` rows from a memory) state the space instead. While
+    the build traces, API values are records that carry a `space`; at run time they are backend
+    tensors and pass through untouched. Containers of records get the matching container space's
+    leaves.
+    """
+    if tracing.tracer is None:
+        return output
+    _set_space(output, space_fn())
+    return output
+
+
+def _set_space(output: Any, space: Any) -> None:
+    if hasattr(output, "space") and not isinstance(output, (dict, tuple)):
+        output.space = space
+    elif isinstance(output, dict):
+        for key, value in output.items():
+            _set_space(value, space[key])
+    elif isinstance(output, tuple):
+        for i, value in enumerate(output):
+            _set_space(value, space[i])

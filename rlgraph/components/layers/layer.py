@@ -1,26 +1,12 @@
 """`Layer`: a component with one `apply` API method mapping n inputs to m outputs."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Dict
 
 from rlgraph.components.component import Component
 from rlgraph.spaces import Space
-from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
+from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api  # noqa: F401 (re-exported)
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
-
-
-def declare_output_space(output: Any, space_fn: Callable[[], Space]) -> Any:
-    """Gives a traced output the space `space_fn()` while the build traces; else returns `output`.
-
-    The build infers an output's batch/time ranks from the sizes of its leading dims (see
-    `rlgraph/graphs/trace_data.py`). Layers that create, drop or move those ranks (folding B*T
-    rows, reinterpreting a data dim as time) state their output space instead. While the build
-    traces, API values are records that carry a `space`; at run time they are backend tensors
-    and pass through untouched.
-    """
-    if tracing.tracer is not None and hasattr(output, "space"):
-        output.space = space_fn()
-    return output
 
 
 class Layer(Component):

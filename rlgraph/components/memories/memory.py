@@ -1,0 +1,121 @@
+"""`Memory`: the base of replay memories and queues (records of any nested space)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from rlgraph.components.component import Component
+from rlgraph.spaces import Space
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError, RLGraphSpecError
+
+
+class Memory(Component):
+    """A memory of `capacity` records, each shaped like one item of the `records` argument.
+
+    Subclasses implement the API (at least `insert_records(records)` and
+    `get_records(num_records)`); this base validates `capacity`, creates the record storage
+    and offers python-side persistence of all the memory's variables.
+
+    Storage: `create_variables` makes one variable per leaf of the record space, shaped
+    [capacity, *leaf shape] in the leaf's own dtype (uint8 images stay uint8), available as
+    `self.memory` (auto-key -> variable, "" for a primitive record space), plus the write
+    position `index` and the fill level `size` (int64 scalars).
+
+    Args:
+        capacity: The maximum number of records.
+        scope: Default "memory".
+    """
+
+    def __init__(self, capacity: int = 1000, scope: str = "memory", **kwargs):
+        super().__init__(scope=scope, **kwargs)
+        if not isinstance(capacity, (int, np.integer)) or isinstance(capacity, bool) or capacity < 1:
+            raise RLGraphSpecError("capacity must be a positive int", where=f"{type(self).__name__}(capacity)",
+                                   received=repr(capacity))
+        self.capacity = int(capacity)
+        self.record_space: Optional[Space] = None  # One record, without batch rank.
+        self.flat_record_space: Dict[str, Space] = {}
+        self.memory: Dict[str, Any] = {}
+        self.index = None
+        self.size = None
+
+    def check_input_spaces(self, input_spaces, action_space=None):
+        space = input_spaces.get("records")
+        if space is not None and not space.has_batch_rank:
+            raise RLGraphSpaceError(space, "records need a batch rank", where=f"{self.global_scope}.insert_records(records)",
+                                    expected="a space with add_batch_rank=True", received=space)
+
+    def create_variables(self, input_spaces, action_space=None):
+        space = input_spaces.get("records")
+        if space is None:
+            return
+        self.record_space = space.strip_ranks()
+        self.flat_record_space = dict(self.record_space.flatten())
+        memory = self.get_variable("memory", from_space=self.record_space, add_batch_rank=self.capacity,
+                                   add_time_rank=False, trainable=False, flatten=True)
+        self.memory = dict(memory) if isinstance(memory, dict) else {"": memory}
+        self.index = self.get_variable("index", dtype="int64", trainable=False)
+        self.size = self.get_variable("size", dtype="int64", trainable=False)
+
+    # --- Python-side persistence (vinci-style memory files) -------------------------------------
+    def memory_variables(self) -> Dict[str, Any]:
+        """Local name -> variable of everything this memory stores (records, positions, priorities)."""
+        return dict(self.variables)
+
+    def save(self, path: str) -> str:
+        """Writes the memory's contents and positions (a built memory) to `path` (.npz).
+
+        Returns:
+            The path written.
+        """
+        if not self.variables_created:
+            raise RLGraphCheckpointError("the memory is not built yet", where=f"{self.global_scope}.save")
+        values = {name: _read(var) for name, var in self.memory_variables().items()}
+        path = path if path.endswith(".npz") else path + ".npz"
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "wb") as handle:
+            np.savez(handle, **values)
+        return path
+
+    def load(self, path: str) -> None:
+        """Restores contents and positions written by `save`; nothing changes if the file does not fit.
+
+        Raises:
+            RLGraphCheckpointError: Missing or damaged file, or one written by a memory of other
+                variables, shapes or dtypes.
+        """
+        where = f"{self.global_scope}.load"
+        variables = self.memory_variables()
+        try:
+            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz") as data:
+                values = {k: data[k] for k in data.files}
+        except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
+            raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
+                                         received=path) from None
+        if sorted(values) != sorted(variables):
+            raise RLGraphCheckpointError("the file holds other variables than this memory", where=where,
+                                         expected=sorted(variables), received=sorted(values))
+        for name, var in variables.items():
+            current = _read(var)
+            if values[name].shape != current.shape or values[name].dtype != current.dtype:
+                raise RLGraphCheckpointError(f"variable '{name}' does not fit", where=where,
+                                             expected=f"{current.shape} {current.dtype}",
+                                             received=f"{values[name].shape} {values[name].dtype}")
+        for name, var in variables.items():
+            _write(var, values[name])
+
+
+def _read(variable: Any) -> np.ndarray:
+    if hasattr(variable, "detach"):
+        return variable.detach().cpu().numpy().copy()
+    return np.array(variable.numpy(), copy=True)
+
+
+def _write(variable: Any, value: np.ndarray) -> None:
+    if hasattr(variable, "detach"):
+        import torch
+        with torch.no_grad():
+            variable.copy_(torch.as_tensor(value))
+    else:
+        variable.assign(value)
