@@ -112,6 +112,7 @@ def bind_api_args(component, info: ApiInfo, args: tuple, kwargs: dict) -> dict:
 
 
 def _describe_inputs(info: GraphFnInfo, args: tuple, kwargs: dict) -> str:
-    parts = [f"{n}: {space_of(a)}" for n, a in zip(info.arg_names, args)]
+    names = list(info.arg_names) + [f"args[{i}]" for i in range(len(args) - len(info.arg_names))]
+    parts = [f"{n}: {space_of(a)}" for n, a in zip(names, args)]
     parts += [f"{k}: {space_of(v)}" for k, v in kwargs.items()]
     return "inputs " + (", ".join(parts) if parts else "(none)")

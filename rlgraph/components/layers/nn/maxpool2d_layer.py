@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rlgraph.backend_system import get_backend
-from rlgraph.components.layers.nn.conv2d_layer import (
+from rlgraph.components.layers.nn.image_layer_utils import (
     DATA_FORMATS, PADDINGS, IntPair, check_choice, check_image_space, fold_leading_ranks, image_shape, int_pair,
     spatial_dims, unfold_leading_ranks, window_geometry)
 from rlgraph.components.layers.nn.nn_layer import NNLayer
