@@ -180,23 +180,9 @@ def lstm_layer(inputs: np.ndarray, weights: np.ndarray, biases: np.ndarray,
     Returns:
         (outputs, (h_last, c_last)): outputs [B, T, units] (or [T, B, units]), h_last and c_last [B, units].
     """
-    seq = _as_float(inputs)
-    seq = seq if time_major else np.swapaxes(seq, 0, 1)
-    num_steps, batch = seq.shape[:2]
-    units = np.shape(weights)[1] // 4
-    if initial_internal_states is None:
-        h = c = np.zeros((batch, units), dtype=seq.dtype)
-    else:
-        h, c = (np.asarray(s) for s in initial_internal_states)
-    lengths = np.full(batch, num_steps) if sequence_length is None else np.asarray(sequence_length)
-    outputs = []
-    for t in range(num_steps):
-        h_new, c_new = lstm_cell(seq[t], h, c, weights, biases, forget_bias)
-        valid = (t < lengths)[:, None]
-        h, c = np.where(valid, h_new, h), np.where(valid, c_new, c)
-        outputs.append(np.where(valid, h_new, np.zeros_like(h_new)))
-    outputs = np.stack(outputs, axis=0)
-    return (outputs if time_major else np.swapaxes(outputs, 0, 1)), (h, c)
+    return peephole_lstm_layer(inputs, weights, biases, peepholes=None, cell_clip=None,
+                               initial_internal_states=initial_internal_states, time_major=time_major,
+                               forget_bias=forget_bias, sequence_length=sequence_length)
 
 
 def _pair(value: IntPair) -> Tuple[int, int]:
@@ -379,10 +365,11 @@ def gae(rewards: np.ndarray, values: np.ndarray, bootstrap_value: Union[float, n
 
 def vtrace(log_rhos: np.ndarray, discounts: np.ndarray, rewards: np.ndarray, values: np.ndarray,
            bootstrap_value: np.ndarray, clip_rho_threshold: Optional[float] = 1.0,
-           clip_pg_rho_threshold: Optional[float] = 1.0) -> Tuple[np.ndarray, np.ndarray]:
+           clip_pg_rho_threshold: Optional[float] = 1.0,
+           clip_c_threshold: Optional[float] = 1.0) -> Tuple[np.ndarray, np.ndarray]:
     """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, https://arxiv.org/abs/1802.01561).
 
-    With rho_t = min(clip_rho_threshold, pi/mu), c_t = min(1, pi/mu) (the paper's c-bar = 1, lambda = 1)
+    With rho_t = min(clip_rho_threshold, pi/mu), c_t = min(clip_c_threshold, pi/mu) (the paper's c-bar; lambda = 1)
     and V_T = bootstrap_value, the backward (recursive) form of the paper's eq. (1):
 
         delta_t = rho_t * (r_t + gamma_t * V_{t+1} - V_t)
@@ -397,6 +384,8 @@ def vtrace(log_rhos: np.ndarray, discounts: np.ndarray, rewards: np.ndarray, val
         bootstrap_value: [B] V(x_T).
         clip_rho_threshold: rho-bar; None disables clipping of rho_t.
         clip_pg_rho_threshold: Clip of the ratio in the advantages; None disables it.
+        clip_c_threshold: c-bar, the clip of the trace coefficients c_t; default 1 as in the paper's
+            experiments; None disables it.
 
     Returns:
         (vs, pg_advantages), each [T, B]; vs are the value targets v_t.
@@ -407,7 +396,7 @@ def vtrace(log_rhos: np.ndarray, discounts: np.ndarray, rewards: np.ndarray, val
     r_t, v_t = np.asarray(rewards, dtype=dtype), np.asarray(values, dtype=dtype)
     v_T = np.asarray(bootstrap_value, dtype=dtype)
     rho_t = rhos if clip_rho_threshold is None else np.minimum(clip_rho_threshold, rhos)
-    c_t = np.minimum(1.0, rhos)
+    c_t = rhos if clip_c_threshold is None else np.minimum(clip_c_threshold, rhos)
     v_tp1 = np.concatenate([v_t[1:], v_T[None]], axis=0)
     delta_t = rho_t * (r_t + gamma_t * v_tp1 - v_t)
 
