@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlgraph.components import Component
-from rlgraph.spaces import Dict, FloatBox, IntBox, TextBox
+from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox, TextBox
 from rlgraph.tests import ComponentTest, recursive_assert_almost_equal
 
 BATCH = FloatBox(shape=(4,), add_batch_rank=True)
@@ -62,7 +62,66 @@ CASES = {
                                       {"inputs": Dict(a=FloatBox(shape=(2,)), b=IntBox(3), add_batch_rank=True)},
                                       "apply", False),
 }
-NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method"}
+B_FLOAT = FloatBox(add_batch_rank=True)
+B_BOOL = BoolBox(add_batch_rank=True)
+BT_FLOAT = FloatBox(add_batch_rank=True, add_time_rank=True)
+BT_BOOL = BoolBox(add_batch_rank=True, add_time_rank=True)
+RECORDS = Dict(s=FloatBox(shape=(2,)), a=IntBox(3), terminals=BoolBox(), add_batch_rank=True)
+Q = FloatBox(shape=(3,), add_batch_rank=True)
+# Components whose main API method takes several arguments (or none called "inputs"):
+# class name -> (spec, {arg: space}, api method, [argument names in call order], check_space).
+CASES.update({
+    "ReplayMemory": ({"capacity": 4}, {"records": RECORDS, "num_records": int}, "insert_records", ["records"],
+                     False),
+    "RingBuffer": ({"capacity": 4}, {"records": RECORDS, "num_records": int, "num_episodes": int},
+                   "insert_records", ["records"], False),
+    "PrioritizedReplay": ({"capacity": 4}, {"records": RECORDS, "num_records": int,
+                                            "indices": IntBox(add_batch_rank=True), "update": B_FLOAT},
+                          "insert_records", ["records"], False),
+    "FIFOQueue": ({"capacity": 8}, {"records": RECORDS, "num_records": int}, "insert_records", ["records"], False),
+    "VTraceFunction": ({}, {"log_is_weights": BT_FLOAT, "discounts": BT_FLOAT, "rewards": BT_FLOAT,
+                            "values": BT_FLOAT, "bootstrapped_values": B_FLOAT}, "calc_v_trace_values",
+                       ["log_is_weights", "discounts", "rewards", "values", "bootstrapped_values"], False),
+    "GeneralizedAdvantageEstimation": ({"gae_lambda": 0.9, "discount": 0.99},
+                                       {"baseline_values": B_FLOAT, "rewards": B_FLOAT, "terminals": B_BOOL,
+                                        "sequence_indices": B_BOOL}, "calc_gae_values",
+                                       ["baseline_values", "rewards", "terminals", "sequence_indices"], False),
+    "SequenceHelper": ({}, {"sequence_indices": B_BOOL, "decay": float, "values": B_FLOAT, "rewards": B_FLOAT,
+                            "terminals": B_BOOL, "discount": float}, "reverse_apply_decays_to_sequence",
+                       ["values", "sequence_indices", "decay"], False),
+    "SoftMax": ({}, {"logits": Q}, "get_probabilities_and_log_probs", ["logits"], False),
+    "Clipping": ({"clip_value": 0.5}, {"values": B_FLOAT}, "clip_if_needed", ["values"], False),
+    "LossFunction": ({}, {"loss_per_item": B_FLOAT}, "loss_average", ["loss_per_item"], False),
+    "DQNLossFunction": ({"double_q": True, "huber_loss": True},
+                        {"q_values_s": Q, "actions": IntBox(3, add_batch_rank=True), "rewards": B_FLOAT,
+                         "terminals": B_BOOL, "qt_values_sp": Q, "q_values_sp": Q}, "loss",
+                        ["q_values_s", "actions", "rewards", "terminals", "qt_values_sp", "q_values_sp"], False),
+    "IMPALALossFunction": ({}, {"logits_actions_pi": FloatBox(shape=(3,), add_batch_rank=True, add_time_rank=True),
+                                "action_probs_mu": FloatBox(shape=(3,), low=0.1, high=0.5, add_batch_rank=True,
+                                                            add_time_rank=True),
+                                "values": BT_FLOAT, "actions": IntBox(3, add_batch_rank=True, add_time_rank=True),
+                                "rewards": BT_FLOAT, "terminals": BT_BOOL, "bootstrapped_values": B_FLOAT}, "loss",
+                           ["logits_actions_pi", "action_probs_mu", "values", "actions", "rewards", "terminals",
+                            "bootstrapped_values"], False),
+    "PPOLossFunction": ({}, {k: B_FLOAT for k in ("log_probs", "prev_log_probs", "advantages", "entropy", "values",
+                                                  "prev_values", "value_targets")}, "loss",
+                        ["log_probs", "prev_log_probs", "advantages", "entropy", "values", "prev_values",
+                         "value_targets"], False),
+    "ActorCriticLossFunction": ({}, {"log_probs": BT_FLOAT, "values": BT_FLOAT, "rewards": BT_FLOAT,
+                                     "terminals": BT_BOOL, "entropy": BT_FLOAT, "bootstrapped_value": B_FLOAT},
+                                "loss", ["log_probs", "values", "rewards", "terminals", "entropy",
+                                         "bootstrapped_value"], False),
+    "SACLossFunction": ({"target_entropy": -1.0}, {"alpha": float, **{k: B_FLOAT for k in (
+        "log_probs_next_sampled", "q_values_next_sampled", "q_values", "log_probs_sampled", "q_values_sampled",
+        "rewards")}, "terminals": B_BOOL}, "loss",
+                        ["alpha", "log_probs_next_sampled", "q_values_next_sampled", "q_values", "log_probs_sampled",
+                         "q_values_sampled", "rewards", "terminals"], False),
+    "EuclideanDistanceLoss": ({}, {"predictions": Q, "labels": Q}, "loss", ["predictions", "labels"], False),
+    "CategoricalCrossEntropyLoss": ({}, {"predictions": Q, "labels": IntBox(3, add_batch_rank=True)}, "loss",
+                                    ["predictions", "labels"], False),
+})
+NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
+                       "Memory": "the abstract memory base has no API method"}
 
 
 def _registered():
@@ -75,15 +134,14 @@ def test_every_registered_class_has_a_case():
 
 
 def _sample(space, seed):
+    if space is int or space is float:
+        return space(2)
     if isinstance(space, list):
         return [_sample(s, seed + i) for i, s in enumerate(space)]
     if isinstance(space, TextBox):
         return np.array(["a b c", "hello", "x y"])
-    if space.has_time_rank:
-        rng = np.random.RandomState(seed)
-        return rng.normal(size=(2, 3) + space.shape).astype(np.float32)
-    space.seed(seed) if hasattr(space, "seed") else None
-    return space.sample(2)
+    space.seed(seed)
+    return space.sample((2, 3) if space.has_time_rank else 2)
 
 
 def _assert_fits(space, value, where):
@@ -98,21 +156,25 @@ def _assert_fits(space, value, where):
 
 
 def _spec(name):
-    spec, spaces, api, check_space = CASES[name]
-    return dict(spec or {}, type=name), spaces, api, check_space
+    case = CASES[name]
+    if len(case) == 4:
+        spec, spaces, api, check_space = case
+        arg_names = ["inputs"]
+    else:
+        spec, spaces, api, arg_names, check_space = case
+    return dict(spec or {}, type=name), spaces, api, arg_names, check_space
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_component_builds_runs_copies_and_restores(backend, name, tmp_path):
-    spec, spaces, api, check_space = _spec(name)
+    spec, spaces, api, arg_names, check_space = _spec(name)
     component = Component.from_spec(spec)
     assert type(component).__name__ == name
     test = ComponentTest(component, input_spaces=spaces, backend=backend)
-    key = "inputs"
-    args = _sample(spaces[key], 3)
-    out = test.test((api, args))
+    args = [_sample(spaces[key], 3 + i) for i, key in enumerate(arg_names)]
+    out = test.test((api, args if len(args) > 1 else args[0]))
     if check_space:
-        expected = component.get_preprocessed_space(spaces[key])
+        expected = component.get_preprocessed_space(spaces["inputs"])
         _assert_fits(expected, out, name)
     # A copy builds on its own, with its own variables.
     clone = component.copy(scope="clone")

@@ -1,4 +1,4 @@
-"""Components: the building blocks of every model.
+"""Components: the building blocks of every model (layers, networks, memories, helpers, losses).
 
 `Component.from_spec` resolves every component class listed in `COMPONENT_NAMES` (matched
 regardless of case, "-" and "_"), so layer specs such as {"type": "dense", "units": 64} work.
@@ -6,6 +6,12 @@ regardless of case, "-" and "_"), so layer specs such as {"type": "dense", "unit
 from rlgraph.components.component import Component
 from rlgraph.components.layers import *  # noqa: F401,F403
 from rlgraph.components.layers import __all__ as _layers_all
+from rlgraph.components.helpers import *  # noqa: F401,F403
+from rlgraph.components.helpers import __all__ as _helpers_all
+from rlgraph.components.loss_functions import *  # noqa: F401,F403
+from rlgraph.components.loss_functions import __all__ as _losses_all
+from rlgraph.components.memories import *  # noqa: F401,F403
+from rlgraph.components.memories import __all__ as _memories_all
 from rlgraph.components.neural_networks import *  # noqa: F401,F403
 from rlgraph.components.neural_networks import __all__ as _nn_all
 
@@ -30,6 +36,18 @@ COMPONENT_NAMES = {
     "dict-preprocessor-stack": "DictPreprocessorStack",
     "multi-input-stream-neural-network": "MultiInputStreamNeuralNetwork",
     "multi-input-stream-nn": "MultiInputStreamNeuralNetwork",
+    "memory": "Memory", "replay-memory": "ReplayMemory", "replay": "ReplayMemory", "ring-buffer": "RingBuffer",
+    "prioritized-replay": "PrioritizedReplay", "fifo-queue": "FIFOQueue",
+    "v-trace-function": "VTraceFunction", "v-trace": "VTraceFunction",
+    "generalized-advantage-estimation": "GeneralizedAdvantageEstimation", "gae": "GeneralizedAdvantageEstimation",
+    "sequence-helper": "SequenceHelper", "softmax-component": "SoftMax", "clipping": "Clipping",
+    "loss-function": "LossFunction", "dqn-loss-function": "DQNLossFunction", "dqn-loss": "DQNLossFunction",
+    "impala-loss-function": "IMPALALossFunction", "impala-loss": "IMPALALossFunction",
+    "ppo-loss-function": "PPOLossFunction", "ppo-loss": "PPOLossFunction",
+    "actor-critic-loss-function": "ActorCriticLossFunction", "actor-critic-loss": "ActorCriticLossFunction",
+    "sac-loss-function": "SACLossFunction", "sac-loss": "SACLossFunction",
+    "euclidean-distance-loss": "EuclideanDistanceLoss", "categorical-cross-entropy-loss": "CategoricalCrossEntropyLoss",
+    "cross-entropy-loss": "CategoricalCrossEntropyLoss",
 }
 
 Component.__lookup_classes__ = {}
@@ -38,4 +56,5 @@ for _name, _cls_name in COMPONENT_NAMES.items():
         Component.__lookup_classes__[_name] = _namespace[_cls_name]
         Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
 
-__all__ = ["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all)
+__all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
+           list(_helpers_all) + list(_losses_all))

@@ -9,7 +9,7 @@ import numpy as np
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
 from rlgraph.spaces import Dict, Space, Tuple
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.util import convert_dtype
 
 
@@ -57,7 +57,14 @@ class TensorFlowExecutor(GraphExecutor):
         return array
 
     def _call_api(self, name: str, tensors: list) -> Any:
-        return self.functions[name](*tensors)
+        import tensorflow as tf
+        try:
+            return self.functions[name](*tensors)
+        except tf.errors.InvalidArgumentError as error:
+            # In-graph checks (tf.debugging asserts, e.g. a memory asked for more records than it
+            # holds) surface as the same RLGraphError that the PyTorch executor raises.
+            raise RLGraphError(f"API method '{name}' rejected its input: {_assertion_text(error.message)}",
+                               where=f"{self._where()}.{name}") from None
 
     def _to_numpy(self, output: Any) -> Any:
         return numpy_structure(output, _tf_to_numpy)
@@ -139,3 +146,13 @@ def _tf_to_numpy(value: Any) -> Any:
 def _escape(name: str) -> str:
     """How tf.train.Checkpoint writes a dict key into a checkpoint key."""
     return name.replace(".", "..").replace("/", ".S")
+
+
+def _assertion_text(message: str) -> str:
+    """The useful part of a TF run-time error: the assertion's own message and values."""
+    for line in message.splitlines():
+        line = line.strip()
+        if line.startswith("assertion failed:"):
+            return line[len("assertion failed:"):].strip()
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1] if lines else message

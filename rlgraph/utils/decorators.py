@@ -249,10 +249,18 @@ def declare_output_space(output: Any, space_fn: Callable[[], Any]) -> Any:
     tensors and pass through untouched. Containers of records get the matching container space's
     leaves.
     """
-    if tracing.tracer is None:
-        return output
+    if tracing.tracer is None or not _all_leaves_have_space(output):
+        return output  # At run time, or while parts are still pending (the build retries later).
     _set_space(output, space_fn())
     return output
+
+
+def _all_leaves_have_space(output: Any) -> bool:
+    if isinstance(output, dict):
+        return all(_all_leaves_have_space(v) for v in output.values())
+    if isinstance(output, tuple):
+        return all(_all_leaves_have_space(v) for v in output)
+    return hasattr(output, "space")
 
 
 def _set_space(output: Any, space: Any) -> None:
