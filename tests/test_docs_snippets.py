@@ -24,3 +24,15 @@ def test_layers_doc_snippets_run(backend):
     namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(LAYERS_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
     assert namespace["q"].shape == (3, 2) and namespace["v"].shape == (2, 1)
+
+
+MEMORIES_DOC = Path(__file__).resolve().parent.parent / "docs" / "memories_and_losses.md"
+
+
+def test_memories_doc_snippets_run(backend):
+    blocks = re.findall(r"```python\n(.*?)```", MEMORIES_DOC.read_text(), flags=re.S)
+    assert len(blocks) == 2
+    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(code, str(MEMORIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert namespace["weights"].shape == (8,) and abs(namespace["per_item"][0] - 1.47) < 1e-5
