@@ -38,8 +38,7 @@ class NNLayer(Layer):
         self.activation = activation
         self.activation_params = tuple(activation_params or ())
         self.layer = None  # A backend layer object, for subclasses that wrap one.
-        self._activation_fn = None
-        self._activation_backend = None
+        self._activation_fn = None  # Resolved by `activate` on first use.
 
     def check_input_spaces(self, input_spaces, action_space=None):
         """Inputs must be primitive spaces with a batch rank."""
@@ -55,13 +54,12 @@ class NNLayer(Layer):
                                         expected="a space with add_batch_rank=True", received=space)
 
     def activate(self, x: Any) -> Any:
-        """Applies the activation function (resolved once per backend) to `x`."""
-        from rlgraph.backend_system import get_backend
-        backend = get_backend()
-        if self._activation_backend != backend:
-            self._activation_fn = get_activation_function(self.activation, *self.activation_params)
-            self._activation_backend = backend
-        return x if self._activation_fn is None else self._activation_fn(x)
+        """Applies the activation function to `x`. It is resolved on first use: a component is
+        built for one backend only, so the lookup stays off the per-call path."""
+        fn = self._activation_fn
+        if fn is None:
+            fn = self._activation_fn = get_activation_function(self.activation, *self.activation_params) or _identity
+        return fn(x)
 
     @graph_fn
     def _graph_fn_apply(self, *inputs):
@@ -69,6 +67,9 @@ class NNLayer(Layer):
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        state["_activation_fn"] = None  # Backend callables (lambdas) do not pickle.
-        state["_activation_backend"] = None
+        state["_activation_fn"] = None  # Backend callables (lambdas) do not pickle; copies resolve their own.
         return state
+
+
+def _identity(x: Any) -> Any:
+    return x
