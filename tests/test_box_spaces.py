@@ -216,3 +216,9 @@ def test_invalid_arguments_raise_space_errors():
         FloatBox(shape=(-1,))
     with pytest.raises(RLGraphSpaceError, match="rank flag"):
         FloatBox(add_batch_rank=-3)
+
+
+def test_unbounded_int_box_contains_its_dtype_maximum():
+    space = IntBox(shape=(2,), dtype="uint8")
+    assert space.contains(np.array([0, 255], dtype=np.uint8))
+    assert not IntBox(255, shape=(2,), dtype="uint8").contains(np.array([0, 255], dtype=np.uint8))

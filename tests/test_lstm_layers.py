@@ -205,3 +205,31 @@ def test_get_preprocessed_space():
     assert isinstance(space, FloatBox) and space.shape == (6,) and space.has_batch_rank and space.has_time_rank
     space = MultiLSTMLayer(num_lstms=2, units=[4, 5], time_major=True).get_preprocessed_space(seq_space(True))
     assert space.shape == (5,) and space.time_major and space.has_time_rank
+
+
+def test_state_spaces_have_no_time_rank_even_when_units_equal_the_trace_time_size(backend):
+    """The build's trace uses 7 time steps; 7 units must not make the [B, 7] states look like sequences."""
+    from rlgraph.components import Component
+    from rlgraph.utils.decorators import rlgraph_api
+
+    class Sink(Component):
+        @rlgraph_api
+        def _graph_fn_first(self, states):
+            return states[0]
+
+    class Wrapper(Component):
+        def __init__(self):
+            super().__init__(scope="wrapper")
+            self.lstm, self.sink = LSTMLayer(units=7), Sink(scope="sink")
+            self.add_components(self.lstm, self.sink)
+
+        @rlgraph_api
+        def run(self, inputs):
+            return self.sink.first(self.lstm.apply(inputs)["last_internal_states"])
+
+    wrapper = Wrapper()
+    space = FloatBox(shape=(3,), add_batch_rank=True, add_time_rank=True)
+    test = ComponentTest(wrapper, input_spaces=dict(inputs=space), backend=backend)
+    state_space = wrapper.sink.api_method_inputs["states"]
+    assert state_space[0] == FloatBox(shape=(7,), add_batch_rank=True)
+    assert test.test(("run", np.zeros((2, 4, 3), dtype=np.float32))).shape == (2, 7)

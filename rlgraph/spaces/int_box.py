@@ -82,7 +82,9 @@ class IntBox(BoxSpace):
         return dtype.kind in "iu"
 
     def _in_bounds(self, array: np.ndarray) -> bool:
-        return bool(np.all(array >= self.low) and np.all(array < self.high))
+        # Without bounds, high is the dtype's maximum, which is itself a valid value (255 for uint8).
+        below_high = np.all(array < self.high) if self._bounded else np.all(array <= self.high)
+        return bool(np.all(array >= self.low) and below_high)
 
     def _unbounded_int(self) -> bool:
         return not self._bounded

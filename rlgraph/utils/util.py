@@ -70,6 +70,9 @@ def _to_numpy_dtype(dtype: Any) -> np.dtype:
             return np.dtype(_NAMED_DTYPES[key])
     elif isinstance(dtype, type) and dtype in _PYTHON_DTYPES:
         return np.dtype(_PYTHON_DTYPES[dtype])
+    if dtype is None:  # np.dtype(None) would silently mean float64.
+        raise RLGraphError("no dtype given", where="convert_dtype",
+                           expected="a numpy/TF/PyTorch dtype, a python type or a name like 'float32'", received=None)
     backend = _backend_of(dtype)
     if backend == "tf":
         return np.dtype(np.str_) if dtype.name == "string" else np.dtype(dtype.as_numpy_dtype)

@@ -9,7 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, IntBox, Space
 from rlgraph.spaces import Tuple as TupleSpace
-from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 PEEPHOLE_NAMES = ("w_i_diag", "w_f_diag", "w_o_diag")
@@ -110,7 +110,14 @@ class LSTMLayer(NNLayer):
 
     @rlgraph_api
     def apply(self, inputs, initial_c_and_h_states=None, sequence_length=None):
-        return self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length)
+        out = self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length)
+        # The states are [B, units]: stated explicitly, as `units` could equal the trace's time size.
+        return declare_output_space(out, lambda: self.get_output_spaces(inputs.space))
+
+    def get_output_spaces(self, space: Space) -> dict:
+        """The spaces of `apply`'s result for inputs of `space`: "output" and "last_internal_states" (c, h)."""
+        state = FloatBox(shape=(self.units,), add_batch_rank=space.has_batch_rank)
+        return {"output": self.get_preprocessed_space(space), "last_internal_states": (state, state)}
 
     def check_input_spaces(self, input_spaces, action_space=None):
         where = f"{self.global_scope}.apply"
