@@ -61,7 +61,6 @@ def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) ->
     Variable-size (None) ranks get size 0.
     """
     concrete = tuple(0 if d is None else d for d in shape)
-    initializer = resolve_named_initializer(initializer, dtype, name)
     if initializer is None:
         return np.zeros(concrete, dtype=dtype) if dtype.kind not in "US" else np.full(concrete, "", dtype=dtype)
     if callable(initializer):
