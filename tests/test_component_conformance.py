@@ -148,11 +148,11 @@ def _assert_fits(space, value, where):
     if isinstance(space, Dict):
         for key, child in space.items():
             _assert_fits(child, value[key], f"{where}/{key}")
-        return
-    lead = int(space.has_batch_rank) + int(space.has_time_rank)
-    value = np.asarray(value)
-    assert value.shape[lead:] == tuple(space.shape), f"{where}: output shape {value.shape} does not fit {space}"
-    assert value.dtype == np.dtype(space.dtype), f"{where}: output dtype {value.dtype} does not fit {space}"
+    else:
+        lead = int(space.has_batch_rank) + int(space.has_time_rank)
+        value = np.asarray(value)
+        assert value.shape[lead:] == tuple(space.shape), f"{where}: output shape {value.shape} does not fit {space}"
+        assert value.dtype == np.dtype(space.dtype), f"{where}: output dtype {value.dtype} does not fit {space}"
 
 
 def _spec(name):

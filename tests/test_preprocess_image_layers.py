@@ -39,10 +39,10 @@ def assert_matches_space(space, out):
         assert set(out) == set(space)
         for key in space:
             assert_matches_space(space[key], out[key])
-        return
-    assert out.dtype == space.dtype, (out.dtype, space.dtype)
-    extra = int(space.has_batch_rank) + int(space.has_time_rank)
-    assert out.ndim == extra + space.rank and out.shape[extra:] == space.shape, (out.shape, space)
+    else:
+        assert out.dtype == space.dtype, (out.dtype, space.dtype)
+        extra = int(space.has_batch_rank) + int(space.has_time_rank)
+        assert out.ndim == extra + space.rank and out.shape[extra:] == space.shape, (out.shape, space)
     assert space.contains(out), (space, out.min(), out.max())
 
 

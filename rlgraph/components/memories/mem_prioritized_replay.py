@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from rlgraph.components.helpers.min_sum_segment_tree import MinSumSegmentTree
+from rlgraph.components.memories.memory import write_npz
 from rlgraph.spaces import Space, get_space_from_op
 from rlgraph.utils.nest import flatten_op, unflatten_op
 from rlgraph.utils.rlgraph_errors import (RLGraphCheckpointError, RLGraphError, RLGraphSpaceError,
@@ -241,11 +242,7 @@ class MemPrioritizedReplay:
                       index=np.int64(self.index), size=np.int64(self.size), max_priority=np.float64(self.max_priority),
                       rng_keys=keys, rng_position=np.int64(pos), rng_has_gauss=np.int64(has_gauss),
                       rng_cached_gaussian=np.float64(cached))
-        path = path if path.endswith(".npz") else path + ".npz"
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "wb") as handle:
-            np.savez(handle, **values)
-        return path
+        return write_npz(path, values)
 
     def load(self, path: str) -> None:
         """Restores a memory written by `save`; on any error the memory is left unchanged.

@@ -71,12 +71,7 @@ class Memory(Component):
         """
         if not self.variables_created:
             raise RLGraphCheckpointError("the memory is not built yet", where=f"{self.global_scope}.save")
-        values = {name: _read(var) for name, var in self.memory_variables().items()}
-        path = path if path.endswith(".npz") else path + ".npz"
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "wb") as handle:
-            np.savez(handle, **values)
-        return path
+        return write_npz(path, {name: _read(var) for name, var in self.memory_variables().items()})
 
     def load(self, path: str) -> None:
         """Restores contents and positions written by `save`; nothing changes if the file does not fit.
@@ -104,6 +99,15 @@ class Memory(Component):
                                              received=f"{values[name].shape} {values[name].dtype}")
         for name, var in variables.items():
             _write(var, values[name])
+
+
+def write_npz(path: str, values: Dict[str, np.ndarray]) -> str:
+    """Writes `values` to `path` (".npz" appended if missing), creating folders; returns the path."""
+    path = path if path.endswith(".npz") else path + ".npz"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as handle:
+        np.savez(handle, **values)
+    return path
 
 
 def _read(variable: Any) -> np.ndarray:
