@@ -427,3 +427,25 @@ def test_text_inputs_reach_graph_fns_on_both_backends(backend):
         # A torch op on text fails at build time, naming the component and graph function.
         with pytest.raises(RLGraphError, match="_graph_fn_negate.*numpy.ndarray"):
             ComponentTest(TorchOpOnText(), input_spaces=spaces, backend=backend)
+
+
+def test_writes_during_the_build_trace_do_not_change_random_initial_weights(backend):
+    """The trace runs every graph function once; a write it makes must not survive the build, also
+    for variables with a random (array) initializer, whose initial array is kept for restoring."""
+    from rlgraph.components.layers import DenseLayer
+
+    class Overwriter(DenseLayer):
+        @rlgraph_api
+        def _graph_fn_overwrite(self, value):
+            self.assign_variable(self.kernel, value * 0.0 + 7.0)
+            return value
+
+    layer = Overwriter(units=2, weights_spec="glorot_uniform")
+    test = ComponentTest(layer, input_spaces=dict(inputs=FloatBox(shape=(2,), add_batch_rank=True),
+                                                  value=FloatBox(shape=(2, 2))), backend=backend, seed=3)
+    kernel = test.read_variable_values(layer.variable_registry)["dense/kernel"]
+    assert not np.any(kernel == 7.0)
+    np.random.seed(3)
+    limit = np.sqrt(6.0 / (2 + 2))  # Glorot uniform for a [2, 2] kernel, drawn first after seeding.
+    expected = np.random.uniform(-limit, limit, size=(2, 2))
+    recursive_assert_almost_equal(kernel, expected.astype(np.float32), decimals=6)

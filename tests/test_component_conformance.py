@@ -121,7 +121,9 @@ CASES.update({
                                     ["predictions", "labels"], False),
 })
 NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
-                       "Memory": "the abstract memory base has no API method"}
+                       "Memory": "the abstract memory base has no API method",
+                       "Synchronizable": "it syncs its parent's variables, so it needs a parent "
+                                         "(built inside networks in tests/test_synchronizable.py)"}
 
 
 def _registered():

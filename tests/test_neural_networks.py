@@ -73,7 +73,7 @@ def test_stack_errors():
     with pytest.raises(RLGraphSpecError, match="Stack item 0"):
         Stack(42)
     stack = Stack(DenseLayer(units=2), api_methods={"run"})
-    with pytest.raises(RLGraphError, match="no API method 'run'"):
+    with pytest.raises(RLGraphError, match="no sub-component has an API method .run."):
         ComponentTest(stack, input_spaces=dict(inputs=FloatBox(shape=(2,), add_batch_rank=True)), backend="pytorch")
 
 

@@ -6,6 +6,8 @@ regardless of case, "-" and "_"), so layer specs such as {"type": "dense", "unit
 from rlgraph.components.component import Component
 from rlgraph.components.layers import *  # noqa: F401,F403
 from rlgraph.components.layers import __all__ as _layers_all
+from rlgraph.components.common import *  # noqa: F401,F403
+from rlgraph.components.common import __all__ as _common_all
 from rlgraph.components.helpers import *  # noqa: F401,F403
 from rlgraph.components.helpers import __all__ as _helpers_all
 from rlgraph.components.loss_functions import *  # noqa: F401,F403
@@ -48,6 +50,7 @@ COMPONENT_NAMES = {
     "sac-loss-function": "SACLossFunction", "sac-loss": "SACLossFunction",
     "euclidean-distance-loss": "EuclideanDistanceLoss", "categorical-cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "cross-entropy-loss": "CategoricalCrossEntropyLoss",
+    "synchronizable": "Synchronizable",
 }
 
 Component.__lookup_classes__ = {}
@@ -57,4 +60,4 @@ for _name, _cls_name in COMPONENT_NAMES.items():
         Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
 
 __all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
-           list(_helpers_all) + list(_losses_all))
+           list(_helpers_all) + list(_losses_all) + list(_common_all))

@@ -137,7 +137,7 @@ def _torch_variable(space, name, shape, is_input_feed, trainable, value, device)
     dtype = convert_dtype(space.dtype, to="pytorch")
     if is_input_feed:
         return torch.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
-    value = torch.as_tensor(value, dtype=dtype)
+    value = torch.tensor(value, dtype=dtype)  # A copy: `value` is also kept as the initial value.
     if device:
         value = value.to(device)
     if trainable:

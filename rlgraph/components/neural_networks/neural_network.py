@@ -83,6 +83,8 @@ class NeuralNetwork(Stack):
         x = inputs
         last_internal_states = None
         for layer in self.sub_components.values():
+            if "apply" not in layer.api_methods:
+                continue  # A helper sub-component (e.g. Synchronizable), not a layer.
             if getattr(layer, "is_recurrent", False):
                 result = layer.apply(x, internal_states, sequence_length)
                 x, last_internal_states = result["output"], result["last_internal_states"]

@@ -24,7 +24,7 @@ def force_tuple(elements: Any = None, *, to_tuple: bool = True) -> Union[tuple, 
 
 
 class StackChain:
-    """The body of a chained API method: calls `sub_api` on every sub-component in order.
+    """The body of a chained API method: calls `sub_api` on every sub-component offering it, in order.
 
     A tuple result is spread over the next component's positional arguments; any other
     result (a tensor, a dict) is its single argument. Picklable (no closures)."""
@@ -35,12 +35,14 @@ class StackChain:
 
     def __call__(self, stack, *inputs):
         results = inputs[0] if len(inputs) == 1 else inputs
-        for component in stack.sub_components.values():
-            method = getattr(component, self.sub_api, None)
-            if method is None or self.sub_api not in component.api_methods:
-                raise RLGraphError(f"sub-component '{component.scope}' has no API method '{self.sub_api}'",
-                                   where=stack.global_scope, expected=f"every sub-component to offer '{self.sub_api}'",
-                                   received=sorted(component.api_methods))
+        # Sub-components without the method (e.g. a Synchronizable helper) are not part of the chain.
+        chain = [c for c in stack.sub_components.values() if self.sub_api in c.api_methods]
+        if stack.sub_components and not chain:
+            raise RLGraphError(f"no sub-component has an API method '{self.sub_api}'", where=stack.global_scope,
+                               expected=f"sub-components offering '{self.sub_api}'",
+                               received={c.scope: sorted(c.api_methods) for c in stack.sub_components.values()})
+        for component in chain:
+            method = getattr(component, self.sub_api)
             results = method(*results) if type(results) is tuple else method(results)
         return results
 

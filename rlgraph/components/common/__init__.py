@@ -1,0 +1,4 @@
+"""Common helper components (e.g. `Synchronizable` for target networks)."""
+from rlgraph.components.common.synchronizable import Synchronizable
+
+__all__ = ["Synchronizable"]
