@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlgraph.components import Component
-from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox, TextBox
+from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox, TextBox, Tuple
 from rlgraph.tests import ComponentTest, recursive_assert_almost_equal
 
 BATCH = FloatBox(shape=(4,), add_batch_rank=True)
@@ -120,8 +120,20 @@ CASES.update({
     "CategoricalCrossEntropyLoss": ({}, {"predictions": Q, "labels": IntBox(3, add_batch_rank=True)}, "loss",
                                     ["predictions", "labels"], False),
 })
+LOGITS = FloatBox(shape=(3,), add_batch_rank=True)
+MEAN_LOG_STD = Tuple(FloatBox(shape=(2,)), FloatBox(shape=(2,), low=-1.0, high=0.0), add_batch_rank=True)
+CASES.update({
+    name: ({}, {"parameters": LOGITS}, "sample_deterministic", ["parameters"], False)
+    for name in ("Categorical", "GumbelSoftmax", "Bernoulli")})
+CASES.update({
+    name: ({}, {"parameters": MEAN_LOG_STD}, "sample_deterministic", ["parameters"], False)
+    for name in ("Normal", "MultivariateNormal", "SquashedNormal")})
+CASES["Beta"] = ({}, {"parameters": Tuple(FloatBox(shape=(2,), low=1.0, high=3.0),
+                                           FloatBox(shape=(2,), low=1.0, high=3.0), add_batch_rank=True)},
+                 "sample_deterministic", ["parameters"], False)
 NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                        "Memory": "the abstract memory base has no API method",
+                       "Distribution": "the abstract base defines no distribution maths",
                        "Synchronizable": "it syncs its parent's variables, so it needs a parent "
                                          "(built inside networks in tests/test_synchronizable.py)"}
 

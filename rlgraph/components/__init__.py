@@ -8,6 +8,8 @@ from rlgraph.components.layers import *  # noqa: F401,F403
 from rlgraph.components.layers import __all__ as _layers_all
 from rlgraph.components.common import *  # noqa: F401,F403
 from rlgraph.components.common import __all__ as _common_all
+from rlgraph.components.distributions import *  # noqa: F401,F403
+from rlgraph.components.distributions import __all__ as _distributions_all
 from rlgraph.components.helpers import *  # noqa: F401,F403
 from rlgraph.components.helpers import __all__ as _helpers_all
 from rlgraph.components.loss_functions import *  # noqa: F401,F403
@@ -51,6 +53,9 @@ COMPONENT_NAMES = {
     "euclidean-distance-loss": "EuclideanDistanceLoss", "categorical-cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "synchronizable": "Synchronizable",
+    "distribution": "Distribution", "categorical": "Categorical", "normal": "Normal", "gaussian": "Normal",
+    "multivariate-normal": "MultivariateNormal", "bernoulli": "Bernoulli", "beta": "Beta",
+    "squashed-normal": "SquashedNormal", "gumbel-softmax": "GumbelSoftmax",
 }
 
 Component.__lookup_classes__ = {}
@@ -60,4 +65,4 @@ for _name, _cls_name in COMPONENT_NAMES.items():
         Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
 
 __all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
-           list(_helpers_all) + list(_losses_all) + list(_common_all))
+           list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all))
