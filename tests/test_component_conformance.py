@@ -131,9 +131,22 @@ CASES.update({
 CASES["Beta"] = ({}, {"parameters": Tuple(FloatBox(shape=(2,), low=1.0, high=3.0),
                                            FloatBox(shape=(2,), low=1.0, high=3.0), add_batch_rank=True)},
                  "sample_deterministic", ["parameters"], False)
+TIME = FloatBox()
+for _name, _spec_ in (("Constant", {"value": 0.5}), ("LinearDecay", {"from_": 1.0, "to_": 0.1}),
+                      ("PolynomialDecay", {}), ("ExponentialDecay", {})):
+    CASES[_name] = (_spec_, {"time_percentage": TIME}, "get", ["time_percentage"], False)
+CASES["EpsilonExploration"] = ({}, {"sample": BATCH, "time_percentage": TIME}, "do_explore",
+                               ["sample", "time_percentage"], False)
+CASES["Exploration"] = ({"epsilon_spec": {"decay_spec": ["linear", 1.0, 0.1]}},
+                        {"actions": IntBox(3, add_batch_rank=True), "time_percentage": TIME,
+                         "use_exploration": bool}, "get_action", ["actions", "time_percentage"], False)
+for _name in ("GaussianNoise", "ConstantNoise", "OrnsteinUhlenbeckNoise"):
+    CASES[_name] = ({"action_space": FloatBox(shape=(2,))}, {}, "get_noise", [], False)
 NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                        "Memory": "the abstract memory base has no API method",
                        "Distribution": "the abstract base defines no distribution maths",
+                       "TimeDependentParameter": "the abstract base defines no formula",
+                       "Noise": "the abstract base defines no noise",
                        "Synchronizable": "it syncs its parent's variables, so it needs a parent "
                                          "(built inside networks in tests/test_synchronizable.py)"}
 
@@ -155,6 +168,8 @@ def _sample(space, seed):
     if isinstance(space, TextBox):
         return np.array(["a b c", "hello", "x y"])
     space.seed(seed)
+    if not space.has_batch_rank:
+        return space.sample()
     return space.sample((2, 3) if space.has_time_rank else 2)
 
 
@@ -186,7 +201,7 @@ def test_component_builds_runs_copies_and_restores(backend, name, tmp_path):
     assert type(component).__name__ == name
     test = ComponentTest(component, input_spaces=spaces, backend=backend)
     args = [_sample(spaces[key], 3 + i) for i, key in enumerate(arg_names)]
-    out = test.test((api, args if len(args) > 1 else args[0]))
+    out = test.test((api, args if len(args) != 1 else args[0]) if args else api)
     if check_space:
         expected = component.get_preprocessed_space(spaces["inputs"])
         _assert_fits(expected, out, name)

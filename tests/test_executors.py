@@ -151,3 +151,16 @@ def test_pytorch_no_grad_api_and_trainable_outputs():
         assert not torch.is_grad_enabled()
     # A trainable path returns numpy too (outputs are detached).
     recursive_assert_almost_equal(test.test(("apply", np.ones(2))), [2.5, 2.5])
+
+
+def test_optional_arguments_with_a_space_can_be_left_out(backend):
+    class Scaler(Component):
+        @rlgraph_api
+        def _graph_fn_scale(self, x, factor=2.0, offset=1.0):
+            return x * factor + offset
+
+    test = ComponentTest(Scaler(), input_spaces=dict(x=FloatBox(add_batch_rank=True), factor=float, offset=float),
+                         backend=backend)
+    test.test(("scale", [np.array([1.0, 2.0])]), expected_outputs=np.array([3.0, 5.0]))
+    test.test(("scale", [np.array([1.0, 2.0]), 3.0]), expected_outputs=np.array([4.0, 7.0]))
+    test.test(("scale", [np.array([1.0, 2.0]), 3.0, 0.0]), expected_outputs=np.array([3.0, 6.0]))

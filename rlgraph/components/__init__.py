@@ -10,6 +10,8 @@ from rlgraph.components.common import *  # noqa: F401,F403
 from rlgraph.components.common import __all__ as _common_all
 from rlgraph.components.distributions import *  # noqa: F401,F403
 from rlgraph.components.distributions import __all__ as _distributions_all
+from rlgraph.components.explorations import *  # noqa: F401,F403
+from rlgraph.components.explorations import __all__ as _explorations_all
 from rlgraph.components.helpers import *  # noqa: F401,F403
 from rlgraph.components.helpers import __all__ as _helpers_all
 from rlgraph.components.loss_functions import *  # noqa: F401,F403
@@ -56,6 +58,11 @@ COMPONENT_NAMES = {
     "distribution": "Distribution", "categorical": "Categorical", "normal": "Normal", "gaussian": "Normal",
     "multivariate-normal": "MultivariateNormal", "bernoulli": "Bernoulli", "beta": "Beta",
     "squashed-normal": "SquashedNormal", "gumbel-softmax": "GumbelSoftmax",
+    "exploration": "Exploration", "epsilon-exploration": "EpsilonExploration", "noise": "Noise",
+    "gaussian-noise": "GaussianNoise", "constant-noise": "ConstantNoise",
+    "ornstein-uhlenbeck-noise": "OrnsteinUhlenbeckNoise", "ou-noise": "OrnsteinUhlenbeckNoise",
+    "time-dependent-parameter": "TimeDependentParameter", "constant-parameter": "Constant",
+    "linear-decay": "LinearDecay", "polynomial-decay": "PolynomialDecay", "exponential-decay": "ExponentialDecay",
 }
 
 Component.__lookup_classes__ = {}
@@ -65,4 +72,5 @@ for _name, _cls_name in COMPONENT_NAMES.items():
         Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
 
 __all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
-           list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all))
+           list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all) +
+           list(_explorations_all))

@@ -1,4 +1,7 @@
-"""Common helper components (e.g. `Synchronizable` for target networks)."""
+"""Common helper components: time-dependent parameters (schedules) and `Synchronizable`."""
 from rlgraph.components.common.synchronizable import Synchronizable
+from rlgraph.components.common.time_dependent_parameters import (Constant, ExponentialDecay, LinearDecay,
+                                                                 PolynomialDecay, TimeDependentParameter)
 
-__all__ = ["Synchronizable"]
+__all__ = ["Synchronizable", "TimeDependentParameter", "Constant", "LinearDecay", "PolynomialDecay",
+           "ExponentialDecay"]

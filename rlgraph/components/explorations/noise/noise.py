@@ -1,0 +1,116 @@
+"""`Noise`: base class of noise components for continuous actions."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from rlgraph.components.component import Component
+from rlgraph.spaces import FloatBox, Space
+from rlgraph.utils.decorators import rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
+
+
+def continuous_action_leaf(space: Any, where: str) -> FloatBox:
+    """The single `FloatBox` of an action space (itself, or the one float leaf of a container),
+    without batch/time ranks.
+
+    Raises:
+        RLGraphSpaceError: If the space holds no FloatBox or several.
+    """
+    space = Space.from_spec(space)
+    leaves = [leaf for leaf in space.flatten().values() if isinstance(leaf, FloatBox)]
+    if len(leaves) != 1:
+        raise RLGraphSpaceError(space, f"noise needs exactly one continuous action component, found {len(leaves)}",
+                                where=where, expected="a FloatBox (or a container with one FloatBox)",
+                                hint="give each continuous action its own Exploration/noise component.")
+    return leaves[0].strip_ranks()
+
+
+class Noise(Component):
+    """Base class of noise for continuous actions: `get_noise()` returns one draw shaped like the action.
+
+    The noise has the action's shape (e.g. [action_dim]) and dtype, without a batch rank: an
+    `Exploration` adds the same draw to every row of a batch. The action space comes from the
+    constructor, else from the `action_space` the build passes to `create_variables`, else from
+    a parent that calls `set_action_space` (as `Exploration` does with its `actions` space).
+
+    Args:
+        action_space: The (continuous) action space; a container must hold exactly one FloatBox.
+        scope: Default "noise".
+
+    Raises:
+        RLGraphSpaceError: For an action space without exactly one FloatBox.
+
+    API:
+        get_noise() -> noise of the action's shape.
+
+    >>> Noise.from_spec({"type": "constant", "value": 0.5}).value
+    0.5
+    """
+
+    __lookup_classes__: dict = {}  # Filled on first use by `from_spec` (the subclasses import this module).
+
+    def __init__(self, action_space: Any = None, scope: str = "noise", **kwargs):
+        super().__init__(scope=scope, **kwargs)
+        self.action_space: Optional[FloatBox] = None
+        self._waiting_for_space = False
+        if action_space is not None:
+            self.set_action_space(action_space)
+
+    def set_action_space(self, action_space: Any) -> None:
+        """Sets the action space (before the build creates the variables).
+
+        Raises:
+            RLGraphSpaceError: For a space without exactly one FloatBox, or a shape other than
+                an already known one.
+        """
+        leaf = continuous_action_leaf(action_space, f"{self.global_scope}.set_action_space(action_space)")
+        if self.variables_created and (leaf.shape != self.action_space.shape or leaf.dtype != self.action_space.dtype):
+            raise RLGraphSpaceError(leaf, "the noise was built for another action shape",
+                                    where=f"{self.global_scope}.set_action_space(action_space)",
+                                    expected=self.action_space, hint="use one noise component per action space.")
+        self.action_space = leaf
+
+    def when_input_complete(self, input_spaces: Optional[Dict[str, Any]] = None, action_space: Any = None,
+                            device: Optional[str] = None, summary_regexp: Optional[str] = None) -> None:
+        # `get_noise` has no arguments, so the build completes this component right away; without
+        # an action space yet it waits (variables not created) until a parent sets one.
+        if self.action_space is None and action_space is not None:
+            self.set_action_space(action_space)
+        if self.action_space is None:
+            self._waiting_for_space = True
+            return
+        super().when_input_complete(input_spaces, action_space, device=device, summary_regexp=summary_regexp)
+
+    def missing_input_spaces(self) -> Dict[str, list]:
+        if self._waiting_for_space and self.action_space is None:
+            return {"get_noise": ["action_space"]}  # Named in the build's "stuck" error message.
+        return super().missing_input_spaces()
+
+    @rlgraph_api
+    def get_noise(self):
+        """One noise draw shaped like the action (no batch rank)."""
+        return self._graph_fn_noise()
+
+    def _graph_fn_noise(self):
+        raise RLGraphError(f"{type(self).__name__} defines no noise", where=self.global_scope,
+                           hint="use GaussianNoise, ConstantNoise or OrnsteinUhlenbeckNoise.")
+
+    @classmethod
+    def from_spec(cls, spec: Any = None, **kwargs) -> "Noise":
+        """Creates a noise from a spec: {"type": "gaussian", "stddev": 0.2}, "ornstein-uhlenbeck", ...
+
+        Names: "gaussian"/"gaussian-noise", "constant"/"constant-noise",
+        "ornstein-uhlenbeck"/"ornstein-uhlenbeck-noise"/"ou".
+        """
+        if not Noise.__lookup_classes__:
+            Noise.__lookup_classes__ = _noise_classes()
+        return super().from_spec(spec, **kwargs)
+
+
+def _noise_classes() -> dict:
+    from rlgraph.components.explorations.noise.constant_noise import ConstantNoise
+    from rlgraph.components.explorations.noise.gaussian_noise import GaussianNoise
+    from rlgraph.components.explorations.noise.ornstein_uhlenbeck_noise import OrnsteinUhlenbeckNoise
+    return {"gaussian": GaussianNoise, "gaussian-noise": GaussianNoise, "constant": ConstantNoise,
+            "constant-noise": ConstantNoise, "ornstein-uhlenbeck": OrnsteinUhlenbeckNoise,
+            "ornstein-uhlenbeck-noise": OrnsteinUhlenbeckNoise, "ou": OrnsteinUhlenbeckNoise}
