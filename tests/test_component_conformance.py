@@ -142,6 +142,27 @@ CASES["Exploration"] = ({"epsilon_spec": {"decay_spec": ["linear", 1.0, 0.1]}},
                          "use_exploration": bool}, "get_action", ["actions", "time_percentage"], False)
 for _name in ("GaussianNoise", "ConstantNoise", "OrnsteinUhlenbeckNoise"):
     CASES[_name] = ({"action_space": FloatBox(shape=(2,))}, {}, "get_noise", [], False)
+NET = [{"type": "dense", "units": 4, "activation": "relu"}]
+ACTIONS = Dict(discrete=IntBox(3), continuous=FloatBox(shape=(2,), low=-1.0, high=1.0))
+CASES["ActionAdapter"] = ({"action_space": IntBox(3)}, {"nn_output": BATCH}, "get_logits_probabilities_log_probs",
+                          ["nn_output"], False)
+CASES["DuelingActionAdapter"] = ({"action_space": IntBox(3), "units_state_value_stream": 4,
+                                  "units_advantage_stream": 4}, {"nn_output": BATCH}, "get_dueling_output",
+                                 ["nn_output"], False)
+CASES["BaselineActionAdapter"] = ({"action_space": FloatBox(shape=(2,), low=-1.0, high=1.0)}, {"nn_output": BATCH},
+                                  "get_state_values_and_parameters", ["nn_output"], False)
+CASES["Policy"] = ({"network_spec": NET, "action_space": ACTIONS}, {"nn_inputs": BATCH}, "get_action_and_log_prob",
+                   ["nn_inputs"], False)
+CASES["DuelingPolicy"] = ({"network_spec": NET, "action_space": IntBox(3), "units_state_value_stream": 4,
+                           "units_advantage_stream": 4}, {"nn_inputs": BATCH}, "get_q_values", ["nn_inputs"], False)
+CASES["SharedValueFunctionPolicy"] = ({"network_spec": NET, "action_space": IntBox(3)}, {"nn_inputs": BATCH},
+                                      "get_state_values_logits_probabilities_log_probs", ["nn_inputs"], False)
+CASES["ActorComponent"] = ({"preprocessor_spec": [{"type": "clip", "min": -1.0, "max": 1.0}],
+                            "policy_spec": {"network_spec": NET, "action_space": ACTIONS},
+                            "exploration_spec": {"epsilon_spec": {"decay_spec": ["linear", 1.0, 0.1]},
+                                                 "noise_spec": {"type": "gaussian", "stddev": 0.1}}},
+                           {"states": BATCH, "time_percentage": TIME, "use_exploration": bool},
+                           "get_preprocessed_state_and_action", ["states", "time_percentage"], False)
 NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                        "Memory": "the abstract memory base has no API method",
                        "Distribution": "the abstract base defines no distribution maths",

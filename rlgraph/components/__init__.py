@@ -6,6 +6,8 @@ regardless of case, "-" and "_"), so layer specs such as {"type": "dense", "unit
 from rlgraph.components.component import Component
 from rlgraph.components.layers import *  # noqa: F401,F403
 from rlgraph.components.layers import __all__ as _layers_all
+from rlgraph.components.action_adapters import *  # noqa: F401,F403
+from rlgraph.components.action_adapters import __all__ as _adapters_all
 from rlgraph.components.common import *  # noqa: F401,F403
 from rlgraph.components.common import __all__ as _common_all
 from rlgraph.components.distributions import *  # noqa: F401,F403
@@ -18,6 +20,8 @@ from rlgraph.components.loss_functions import *  # noqa: F401,F403
 from rlgraph.components.loss_functions import __all__ as _losses_all
 from rlgraph.components.memories import *  # noqa: F401,F403
 from rlgraph.components.memories import __all__ as _memories_all
+from rlgraph.components.policies import *  # noqa: F401,F403
+from rlgraph.components.policies import __all__ as _policies_all
 from rlgraph.components.neural_networks import *  # noqa: F401,F403
 from rlgraph.components.neural_networks import __all__ as _nn_all
 
@@ -63,6 +67,9 @@ COMPONENT_NAMES = {
     "ornstein-uhlenbeck-noise": "OrnsteinUhlenbeckNoise", "ou-noise": "OrnsteinUhlenbeckNoise",
     "time-dependent-parameter": "TimeDependentParameter", "constant-parameter": "Constant",
     "linear-decay": "LinearDecay", "polynomial-decay": "PolynomialDecay", "exponential-decay": "ExponentialDecay",
+    "action-adapter": "ActionAdapter", "dueling-action-adapter": "DuelingActionAdapter",
+    "baseline-action-adapter": "BaselineActionAdapter", "policy": "Policy", "dueling-policy": "DuelingPolicy",
+    "shared-value-function-policy": "SharedValueFunctionPolicy", "actor-component": "ActorComponent",
 }
 
 Component.__lookup_classes__ = {}
@@ -73,4 +80,4 @@ for _name, _cls_name in COMPONENT_NAMES.items():
 
 __all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
            list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all) +
-           list(_explorations_all))
+           list(_explorations_all) + list(_adapters_all) + list(_policies_all))

@@ -1,5 +1,6 @@
 """Neural networks and stacks: Stack, NeuralNetwork, PreprocessorStack, DictPreprocessorStack,
-MultiInputStreamNeuralNetwork."""
+MultiInputStreamNeuralNetwork, ActorComponent."""
+from rlgraph.components.neural_networks.actor_component import ActorComponent
 from rlgraph.components.neural_networks.dict_preprocessor_stack import DictPreprocessorStack
 from rlgraph.components.neural_networks.multi_input_stream_neural_network import MultiInputStreamNeuralNetwork
 from rlgraph.components.neural_networks.neural_network import NeuralNetwork
@@ -7,4 +8,4 @@ from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorSt
 from rlgraph.components.neural_networks.stack import Stack, force_tuple
 
 __all__ = ["Stack", "force_tuple", "NeuralNetwork", "PreprocessorStack", "DictPreprocessorStack",
-           "MultiInputStreamNeuralNetwork"]
+           "MultiInputStreamNeuralNetwork", "ActorComponent"]

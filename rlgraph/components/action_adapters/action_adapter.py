@@ -1,0 +1,179 @@
+"""`ActionAdapter`: turns a network's output into the parameters of one action distribution."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from rlgraph.backend_system import get_backend
+from rlgraph.components.component import Component
+from rlgraph.components.distributions._backend_maths import backend_maths
+from rlgraph.components.layers.nn.dense_layer import DenseLayer
+from rlgraph.spaces import BoolBox, FloatBox, IntBox, Space
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # Keeps exp(log_std) finite and non-degenerate.
+PARAMETERIZATIONS = ("normal", "beta")
+
+
+def reshape_last(x: Any, shape: tuple) -> Any:
+    """Replaces the last dim of `x` by `shape`, keeping all leading (batch/time) dims."""
+    if get_backend() == "tf":
+        import tensorflow as tf
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], tf.constant(shape, dtype=tf.int32)], 0))
+    return x.reshape(*x.shape[:-1], *shape)
+
+
+def space_kind(space: Any, where: str) -> str:
+    """"categorical", "bernoulli" or "continuous" for a primitive action space; raises otherwise."""
+    if isinstance(space, IntBox):
+        bounds = space.global_bounds
+        if space.num_categories < 1 or bounds is False or bounds[0] != 0:
+            raise RLGraphSpaceError(space, "a discrete action space needs categories 0..n-1", where=where,
+                                    expected="IntBox(n) or IntBox(n, shape=s)",
+                                    hint="give the IntBox a bound `high` (its number of actions) and low=0.")
+        return "categorical"
+    if isinstance(space, BoolBox):
+        return "bernoulli"
+    if isinstance(space, FloatBox):
+        return "continuous"
+    raise RLGraphSpaceError(space, "an action adapter needs one primitive action space", where=where,
+                            expected="IntBox(n), BoolBox or FloatBox",
+                            hint="a policy handles Dict/Tuple action spaces with one adapter per leaf.")
+
+
+class ActionAdapter(Component):
+    """A dense "action layer" on a network's output, reshaped into one distribution's parameters.
+
+    The layer has `add_units` + (what the distribution needs) units; the first `add_units`
+    outputs are extra (e.g. a state value, see `BaselineActionAdapter`), the rest parameterize:
+
+    - IntBox(n), shape s: prod(s) * n logits, reshaped to [B, *s, n] (for `Categorical`).
+    - BoolBox, shape s: prod(s) logits, reshaped to [B, *s] (for `Bernoulli`).
+    - FloatBox, shape s: 2 * prod(s) outputs x = (x1, x2), each reshaped to [B, *s]:
+      parameterization "normal": (mean, log_std) = (x1, clip(x2, -20, 2)) (for `Normal`,
+      `SquashedNormal`); parameterization "beta": (alpha, beta) = (1 + softplus(x1), 1 + softplus(x2))
+      (for `Beta`; both > 1, i.e. unimodal, as in Chou et al. 2017).
+
+    Inputs may carry any leading ranks ([B, in] or [B, T, in]); they are kept in the outputs.
+
+    Args:
+        action_space: One primitive action space (IntBox with n categories, BoolBox, FloatBox).
+        add_units: Extra units in front of the parameter units.
+        units: The layer's total units; if given it must equal add_units + the parameter units.
+        weights_spec: Initializer of the action layer's kernel (see `DenseLayer`).
+        biases_spec: Initializer of its bias.
+        activation: Activation of the action layer (default: linear).
+        parameterization: "normal" or "beta": how FloatBox outputs are read (ignored otherwise).
+        scope: Default "action-adapter".
+
+    Raises:
+        RLGraphSpaceError: If `action_space` is not a usable primitive space.
+        RLGraphSpecError: For a bad `units`, `add_units` or `parameterization`.
+
+    API:
+        get_action_layer_output(nn_output): The raw action-layer output [B, units].
+        get_parameters(nn_output): The distribution parameters (see above).
+        get_logits(nn_output): Alias of `get_parameters`.
+        get_logits_probabilities_log_probs(nn_output): (logits, softmax(logits), log_softmax(logits))
+            for IntBox; (logits, sigmoid, log_sigmoid) for BoolBox; (parameters, None, None) for FloatBox.
+
+    >>> from rlgraph.tests import ComponentTest
+    >>> from rlgraph.spaces import FloatBox, IntBox
+    >>> adapter = ActionAdapter(IntBox(3), weights_spec=0.0, biases_spec=np.array([0.0, 1.0, 2.0], np.float32))
+    >>> test = ComponentTest(adapter, input_spaces=dict(nn_output=FloatBox(shape=(4,), add_batch_rank=True)),
+    ...                      backend="pytorch")
+    >>> logits, probs, log_probs = test.test(("get_logits_probabilities_log_probs", np.ones((2, 4), np.float32)))
+    >>> logits.tolist(), np.round(probs[0].astype(float), 3).tolist()
+    ([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]], [0.09, 0.245, 0.665])
+    """
+
+    def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
+                 biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
+                 scope: str = "action-adapter", **kwargs):
+        super().__init__(scope=scope, **kwargs)
+        name = type(self).__name__
+        self.action_space = Space.from_spec(action_space).strip_ranks()
+        self.kind = space_kind(self.action_space, where=f"{name}(action_space)")
+        if parameterization not in PARAMETERIZATIONS:
+            raise RLGraphSpecError("unknown parameterization", where=f"{name}(parameterization)",
+                                   expected=" or ".join(repr(p) for p in PARAMETERIZATIONS),
+                                   received=repr(parameterization))
+        self.parameterization = parameterization
+        if isinstance(add_units, bool) or not isinstance(add_units, (int, np.integer)) or add_units < 0:
+            raise RLGraphSpecError("add_units must be an int >= 0", where=f"{name}(add_units)",
+                                   received=repr(add_units))
+        self.add_units = int(add_units)
+        self.action_shape = tuple(self.action_space.shape)
+        flat = int(np.prod(self.action_shape, dtype=np.int64))
+        self.num_categories = self.action_space.num_categories if self.kind == "categorical" else 0
+        self.parameter_units = flat * {"categorical": self.num_categories, "bernoulli": 1, "continuous": 2}[self.kind]
+        needed = self.add_units + self.parameter_units
+        if units is not None and units != needed:
+            raise RLGraphSpecError("units does not fit the action space", where=f"{name}(units)",
+                                   expected=f"{needed} (add_units {self.add_units} + {self.parameter_units} for "
+                                            f"{self.action_space})", received=repr(units),
+                                   hint="leave units=None to derive it from the action space.")
+        self.units = needed
+        self.action_layer = DenseLayer(units=needed, weights_spec=weights_spec, biases_spec=biases_spec,
+                                       activation=activation, scope="action-layer")
+        self.add_components(self.action_layer)
+
+    def check_input_spaces(self, input_spaces, action_space=None):
+        super().check_input_spaces(input_spaces, action_space)
+        space = input_spaces.get("nn_output")
+        if isinstance(space, Space) and (not isinstance(space, FloatBox) or len(space.shape) != 1):
+            raise RLGraphSpaceError(space, "the network output must be a flat float vector",
+                                    where=f"{self.global_scope}.get_action_layer_output(nn_output)",
+                                    expected="FloatBox(shape=(n,), add_batch_rank=True)",
+                                    hint="end the network with a dense layer or a flatten.")
+
+    # --- API ---------------------------------------------------------------------------------------
+    @rlgraph_api
+    def get_action_layer_output(self, nn_output):
+        """The raw action-layer output [B, (T,) units]."""
+        return self.action_layer.apply(nn_output)
+
+    @rlgraph_api
+    def get_parameters(self, nn_output):
+        """The distribution parameters (logits [B, *s, n] / logits [B, *s] / a pair [B, *s] each)."""
+        return self._graph_fn_parameters(self.get_action_layer_output(nn_output))
+
+    @rlgraph_api
+    def get_logits(self, nn_output):
+        """Alias of `get_parameters` (reference name)."""
+        return self.get_parameters(nn_output)
+
+    @rlgraph_api
+    def get_logits_probabilities_log_probs(self, nn_output):
+        """(logits, probabilities, log-probabilities); (parameters, None, None) for a FloatBox."""
+        return self._graph_fn_probabilities(self.get_parameters(nn_output))
+
+    # --- Graph functions ---------------------------------------------------------------------------
+    @graph_fn(returns=1)
+    def _graph_fn_parameters(self, action_layer_output):
+        return self.to_parameters(action_layer_output[..., self.add_units:])
+
+    @graph_fn(returns=3)
+    def _graph_fn_probabilities(self, parameters):
+        m = backend_maths()
+        if self.kind == "categorical":
+            return parameters, m.softmax(parameters), m.log_softmax(parameters)
+        if self.kind == "bernoulli":
+            # log sigmoid(x) = -softplus(-x): finite for large |x|.
+            return parameters, m.sigmoid(parameters), -m.softplus(-parameters)
+        return parameters, None, None
+
+    def to_parameters(self, x):
+        """Backend maths: parameter units [..., parameter_units] -> the distribution parameters."""
+        m = backend_maths()
+        if self.kind == "categorical":
+            return reshape_last(x, self.action_shape + (self.num_categories,))
+        if self.kind == "bernoulli":
+            return reshape_last(x, self.action_shape)
+        half = self.parameter_units // 2
+        first, second = reshape_last(x[..., :half], self.action_shape), reshape_last(x[..., half:], self.action_shape)
+        if self.parameterization == "beta":
+            return 1.0 + m.softplus(first), 1.0 + m.softplus(second)
+        return first, m.clip(second, LOG_STD_MIN, LOG_STD_MAX)
