@@ -168,6 +168,10 @@ NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                        "Distribution": "the abstract base defines no distribution maths",
                        "TimeDependentParameter": "the abstract base defines no formula",
                        "Noise": "the abstract base defines no noise",
+                       **{name: "an optimizer updates variables that a parent passes in (tests/test_optimizers.py)"
+                          for name in ("Optimizer", "LocalOptimizer", "GradientDescentOptimizer", "SGDOptimizer",
+                                       "AdamOptimizer", "NadamOptimizer", "AdagradOptimizer", "AdadeltaOptimizer",
+                                       "RMSPropOptimizer")},
                        "Synchronizable": "it syncs its parent's variables, so it needs a parent "
                                          "(built inside networks in tests/test_synchronizable.py)"}
 

@@ -36,3 +36,15 @@ def test_memories_doc_snippets_run(backend):
     namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(MEMORIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
     assert namespace["weights"].shape == (8,) and abs(namespace["per_item"][0] - 1.47) < 1e-5
+
+
+POLICIES_DOC = Path(__file__).resolve().parent.parent / "docs" / "policies_and_exploration.md"
+
+
+def test_policies_doc_snippet_runs(backend):
+    blocks = re.findall(r"```python\n(.*?)```", POLICIES_DOC.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    code = blocks[0].replace('backend="tf"', f'backend="{backend}"')
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(code, str(POLICIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert set(namespace["chosen"]) == {"aim", "move"}

@@ -20,6 +20,8 @@ from rlgraph.components.loss_functions import *  # noqa: F401,F403
 from rlgraph.components.loss_functions import __all__ as _losses_all
 from rlgraph.components.memories import *  # noqa: F401,F403
 from rlgraph.components.memories import __all__ as _memories_all
+from rlgraph.components.optimizers import *  # noqa: F401,F403
+from rlgraph.components.optimizers import __all__ as _optimizers_all
 from rlgraph.components.policies import *  # noqa: F401,F403
 from rlgraph.components.policies import __all__ as _policies_all
 from rlgraph.components.neural_networks import *  # noqa: F401,F403
@@ -70,6 +72,12 @@ COMPONENT_NAMES = {
     "action-adapter": "ActionAdapter", "dueling-action-adapter": "DuelingActionAdapter",
     "baseline-action-adapter": "BaselineActionAdapter", "policy": "Policy", "dueling-policy": "DuelingPolicy",
     "shared-value-function-policy": "SharedValueFunctionPolicy", "actor-component": "ActorComponent",
+    "optimizer": "Optimizer", "local-optimizer": "LocalOptimizer", "gradient-descent": "GradientDescentOptimizer",
+    "gradient-descent-optimizer": "GradientDescentOptimizer", "sgd": "SGDOptimizer", "sgd-optimizer": "SGDOptimizer",
+    "adam": "AdamOptimizer", "adam-optimizer": "AdamOptimizer", "nadam": "NadamOptimizer",
+    "nadam-optimizer": "NadamOptimizer", "adagrad": "AdagradOptimizer", "adagrad-optimizer": "AdagradOptimizer",
+    "adadelta": "AdadeltaOptimizer", "adadelta-optimizer": "AdadeltaOptimizer", "rmsprop": "RMSPropOptimizer",
+    "rms-prop": "RMSPropOptimizer", "rmsprop-optimizer": "RMSPropOptimizer",
 }
 
 Component.__lookup_classes__ = {}
@@ -80,4 +88,5 @@ for _name, _cls_name in COMPONENT_NAMES.items():
 
 __all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
            list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all) +
-           list(_explorations_all) + list(_adapters_all) + list(_policies_all))
+           list(_explorations_all) + list(_adapters_all) + list(_policies_all) +
+           list(_optimizers_all))

@@ -110,7 +110,8 @@ class PyTorchExecutor(GraphExecutor):
 def _torch_to_numpy(value: Any) -> Any:
     # Numpy arrays (e.g. text results on PyTorch) and python values pass through unchanged.
     if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
+        # A copy: a returned variable must not change with later in-place updates (TF returns snapshots too).
+        return value.detach().cpu().numpy().copy()
     return value
 
 

@@ -14,4 +14,5 @@ from rlgraph.utils.numpy.layers import _window_geometry  # noqa: F401
 from rlgraph.utils.numpy.losses import *  # noqa: F401,F403
 from rlgraph.utils.numpy.maths import *  # noqa: F401,F403
 from rlgraph.utils.numpy.maths import SELU_ALPHA, SELU_SCALE, _as_float, _float_dtype  # noqa: F401
+from rlgraph.utils.numpy.optimizers import *  # noqa: F401,F403
 from rlgraph.utils.numpy.returns import *  # noqa: F401,F403

@@ -1,0 +1,62 @@
+"""`AdamOptimizer`: adaptive moment estimation (Kingma & Ba 2014)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Tuple
+
+from rlgraph.components.optimizers.local_optimizer import LocalOptimizer, check_hyper_parameter, sqrt
+
+
+class AdamOptimizer(LocalOptimizer):
+    """Adam, Kingma & Ba 2014, https://arxiv.org/abs/1412.6980 (Algorithm 1).
+
+    Slots m and v (first and second moment estimates) per variable, plus "step-count" t:
+        m_t = beta_1 m + (1 - beta_1) g;  v_t = beta_2 v + (1 - beta_2) g^2;
+        theta -= lr * m_hat / (sqrt(v_hat) + epsilon),  m_hat = m_t / (1 - beta_1^t),
+        v_hat = v_t / (1 - beta_2^t).
+
+    Args:
+        learning_rate: A number >= 0 or a time-dependent parameter spec.
+        beta_1: Decay of the first moment, in [0, 1).
+        beta_2: Decay of the second moment, in [0, 1).
+        epsilon: Added to sqrt(v_hat) (>= 0).
+        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
+        scope: Default "adam-optimizer".
+
+    Raises:
+        RLGraphSpecError: For hyper-parameters outside their ranges.
+
+    >>> import torch
+    >>> from rlgraph.backend_system import backend_scope
+    >>> from rlgraph.spaces import Dict, FloatBox
+    >>> with backend_scope("pytorch"):
+    ...     optimizer = AdamOptimizer(learning_rate=0.1)
+    ...     optimizer.when_input_complete(dict(variables=Dict(w=FloatBox(shape=(2,)))))
+    ...     w = torch.tensor([1.0, -2.0], requires_grad=True)
+    ...     _ = optimizer.step({"w": w}, (w ** 2).sum(), None)
+    >>> [round(x, 4) for x in w.tolist()]  # The first step is lr * sign(g).
+    [0.9, -1.9]
+    >>> sorted(optimizer.get_optimizer_variables())
+    ['step-count', 'w-m', 'w-v']
+    """
+
+    slot_names = ("m", "v")
+    uses_step_count = True
+
+    def __init__(self, learning_rate: Any, beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-7,
+                 scope: str = "adam-optimizer", **kwargs):
+        super().__init__(learning_rate=learning_rate, scope=scope, **kwargs)
+        name = type(self).__name__
+        self.beta_1 = check_hyper_parameter(beta_1, "beta_1", name, low=0.0, high=1.0, high_open=True)
+        self.beta_2 = check_hyper_parameter(beta_2, "beta_2", name, low=0.0, high=1.0, high_open=True)
+        self.epsilon = check_hyper_parameter(epsilon, "epsilon", name, low=0.0)
+
+    def _moments(self, g: Any, slots: Dict[str, Any]) -> Tuple[Any, Any]:
+        m_t = self.beta_1 * slots["m"] + (1.0 - self.beta_1) * g
+        v_t = self.beta_2 * slots["v"] + (1.0 - self.beta_2) * g * g
+        return m_t, v_t
+
+    def _update(self, g: Any, slots: Dict[str, Any], learning_rate: Any, t: Any) -> Tuple[Any, Dict[str, Any]]:
+        m_t, v_t = self._moments(g, slots)
+        m_hat = m_t / (1.0 - self.beta_1 ** t)
+        v_hat = v_t / (1.0 - self.beta_2 ** t)
+        return learning_rate * m_hat / (sqrt(v_hat) + self.epsilon), {"m": m_t, "v": v_t}
