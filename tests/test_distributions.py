@@ -314,3 +314,30 @@ def test_bad_spaces_fail_at_build(backend, dist, spaces, arg):
 def test_bad_constructor_arguments(make):
     with pytest.raises(RLGraphSpecError):
         make()
+
+
+def test_get_distribution_inside_a_graph_function(backend):
+    """A bound distribution gives the same numbers as the API methods, inside another graph function."""
+    from rlgraph.components import Component
+    from rlgraph.components.distributions import Categorical as CategoricalDist
+    from rlgraph.utils.decorators import rlgraph_api as api
+
+    class LogProbAndEntropy(Component):
+        def __init__(self):
+            super().__init__(scope="user")
+            self.dist = CategoricalDist()  # Maths only: no sub-component needed (it has no variables).
+
+        @api
+        def _graph_fn_stats(self, logits, actions):
+            bound = self.dist.get_distribution(logits)
+            return bound.log_prob(actions), bound.entropy(), bound.sample(deterministic=True)
+
+    logits = np.array([[0.0, 1.0, 2.0], [3.0, 0.5, -1.0]], dtype=np.float32)
+    actions = np.array([2, 1], dtype=np.int32)
+    test = ComponentTest(LogProbAndEntropy(), input_spaces=dict(
+        logits=FloatBox(shape=(3,), add_batch_rank=True), actions=IntBox(3, add_batch_rank=True)), backend=backend)
+    log_p, entropy, mode = test.test(("stats", [logits, actions]))
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    np.testing.assert_allclose(log_p, log_softmax[[0, 1], actions], rtol=1e-5)
+    np.testing.assert_allclose(entropy, -(np.exp(log_softmax) * log_softmax).sum(-1), rtol=1e-5)
+    np.testing.assert_array_equal(mode, [2, 0])

@@ -53,6 +53,16 @@ class Distribution(Component):
     def __init__(self, scope: str = "distribution", **kwargs):
         super().__init__(scope=scope, **kwargs)
 
+    def get_distribution(self, parameters: Any) -> "BoundDistribution":
+        """This distribution bound to `parameters`, for use INSIDE graph functions (e.g. of a loss
+        that needs log-probs and entropies of one set of parameters several times).
+
+        Not an API method: only tensors travel between API methods, so the bound object lives
+        within one graph function. Its methods run the same maths as the API methods. Used this
+        way, the distribution holds no variables and need not be a sub-component of the caller.
+        """
+        return BoundDistribution(self, parameters)
+
     # --- API ---------------------------------------------------------------------------------------
     @rlgraph_api
     def sample_stochastic(self, parameters):
@@ -220,3 +230,26 @@ def _abstract(distribution: Distribution, hook: str) -> RLGraphError:
     """The error for a hook that a concrete distribution must define."""
     return RLGraphError(f"{type(distribution).__name__} does not define `{hook}`", where=distribution.global_scope,
                         hint="use a concrete distribution (Categorical, Normal, ...) or implement the hook.")
+
+
+class BoundDistribution:
+    """A `Distribution` with fixed `parameters` (see `Distribution.get_distribution`)."""
+
+    def __init__(self, distribution: Distribution, parameters: Any):
+        self.distribution, self.parameters = distribution, parameters
+
+    def sample(self, deterministic: bool = False) -> Any:
+        """The mode if `deterministic`, else a random sample."""
+        if deterministic:
+            return self.distribution._deterministic(self.parameters)
+        return self.distribution._stochastic(self.parameters)
+
+    def log_prob(self, values: Any) -> Any:
+        return self.distribution._log_prob(self.parameters, values)
+
+    def entropy(self) -> Any:
+        return self.distribution._entropy(self.parameters)
+
+    def kl_divergence(self, other: "BoundDistribution") -> Any:
+        """KL(self || other); `other` has the same parameter format."""
+        return self.distribution._kl(self.parameters, other.parameters)
