@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 
 from rlgraph.components.distributions._backend_maths import backend_maths
-from rlgraph.components.distributions.distribution import Distribution, check_float_pair, check_values_shape
+from rlgraph.components.distributions.distribution import (Distribution, check_bounds, check_float_pair,
+                                                         check_values_shape)
 from rlgraph.spaces import FloatBox, Space
-from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 EPSILON = 1e-6  # Values are kept in [EPSILON, 1 - EPSILON] (unit scale) so that log-probs stay finite.
 
@@ -50,15 +50,7 @@ class Beta(Distribution):
 
     def __init__(self, low: float = 0.0, high: float = 1.0, scope: str = "beta", **kwargs):
         super().__init__(scope=scope, **kwargs)
-        for name, value in (("low", low), ("high", high)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise RLGraphSpecError(f"{name} must be a finite number", where=f"{type(self).__name__}({name})",
-                                       received=repr(value))
-        if not low < high:
-            raise RLGraphSpecError("low must be smaller than high", where=f"{type(self).__name__}(low, high)",
-                                   received=f"low={low}, high={high}")
-        self.low = float(low)
-        self.high = float(high)
+        self.low, self.high = check_bounds(low, high, type(self).__name__)
 
     def _alpha_beta(self, parameters):
         m = backend_maths()

@@ -1,13 +1,14 @@
 """`Distribution`: the base of the probability-distribution components."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Optional
 
 from rlgraph.components.component import Component
 from rlgraph.components.distributions._backend_maths import backend_maths
 from rlgraph.spaces import BoolBox, FloatBox, Space, Tuple
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 # The API method named in errors about an argument's space.
 _API_OF_ARG = {"parameters": "sample_stochastic", "values": "log_prob", "other_parameters": "kl_divergence",
@@ -253,3 +254,14 @@ class BoundDistribution:
     def kl_divergence(self, other: "BoundDistribution") -> Any:
         """KL(self || other); `other` has the same parameter format."""
         return self.distribution._kl(self.parameters, other.parameters)
+
+
+def check_bounds(low: Any, high: Any, where: str) -> tuple:
+    """(low, high) as floats for a bounded distribution; raises RLGraphSpecError unless finite and low < high."""
+    for name, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RLGraphSpecError(f"{name} must be a finite number", where=f"{where}({name})", received=repr(value))
+    if not low < high:
+        raise RLGraphSpecError("low must be smaller than high", where=f"{where}(low, high)",
+                               received=f"low={low}, high={high}")
+    return float(low), float(high)

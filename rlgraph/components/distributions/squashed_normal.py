@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 
 from rlgraph.components.distributions._backend_maths import backend_maths
+from rlgraph.components.distributions.distribution import check_bounds
 from rlgraph.components.distributions.normal import Normal
-from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 EPSILON = 1e-6  # Values are kept in (-1 + EPSILON, 1 - EPSILON) (tanh scale) before atanh.
 LOG_2 = math.log(2.0)
@@ -53,15 +53,7 @@ class SquashedNormal(Normal):
 
     def __init__(self, low: float = -1.0, high: float = 1.0, scope: str = "squashed-normal", **kwargs):
         super().__init__(scope=scope, **kwargs)
-        for name, value in (("low", low), ("high", high)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise RLGraphSpecError(f"{name} must be a finite number", where=f"{type(self).__name__}({name})",
-                                       received=repr(value))
-        if not low < high:
-            raise RLGraphSpecError("low must be smaller than high", where=f"{type(self).__name__}(low, high)",
-                                   received=f"low={low}, high={high}")
-        self.low = float(low)
-        self.high = float(high)
+        self.low, self.high = check_bounds(low, high, type(self).__name__)
         self._log_half_range = math.log((self.high - self.low) / 2.0)
 
     def _squash(self, u):
