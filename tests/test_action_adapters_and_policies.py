@@ -220,8 +220,8 @@ def test_bad_specs():
         Policy(NET, action_space=FloatBox(low=[-1.0, 0.0], high=[1.0, 1.0]))
 
 
-def test_bad_network_output_space():
+def test_bad_network_output_space(backend):
     with pytest.raises(RLGraphSpaceError, match="flat float vector"):
         ComponentTest(ActionAdapter(IntBox(2)), input_spaces=dict(nn_output=FloatBox(shape=(2, 2),
                                                                                      add_batch_rank=True)),
-                      backend="pytorch")
+                      backend=backend)

@@ -106,20 +106,20 @@ def test_dqn_no_gradient_into_target(backend):
     np.testing.assert_allclose(grads[0], expected, rtol=1e-5, atol=1e-7)
 
 
-def test_dqn_errors():
+def test_dqn_errors(backend):
     with pytest.raises(RLGraphSpaceError, match="importance_weights"):
-        ComponentTest(DQNLossFunction(importance_weights=True), input_spaces=DQN_SPACES, backend="pytorch")
+        ComponentTest(DQNLossFunction(importance_weights=True), input_spaces=DQN_SPACES, backend=backend)
     with pytest.raises(RLGraphSpaceError, match="q_values_sp"):
         spaces = {k: v for k, v in DQN_SPACES.items() if k != "q_values_sp"}
-        ComponentTest(DQNLossFunction(double_q=True), input_spaces=spaces, backend="pytorch")
+        ComponentTest(DQNLossFunction(double_q=True), input_spaces=spaces, backend=backend)
     with pytest.raises(RLGraphSpaceError, match="importance_weights=False"):
-        ComponentTest(DQNLossFunction(), input_spaces=dict(DQN_SPACES, importance_weights=W_SPACE), backend="pytorch")
+        ComponentTest(DQNLossFunction(), input_spaces=dict(DQN_SPACES, importance_weights=W_SPACE), backend=backend)
     with pytest.raises(RLGraphSpaceError, match="container action spaces"):
         actions = Dict(a=IntBox(3), b=IntBox(3), add_batch_rank=True)
-        ComponentTest(DQNLossFunction(), input_spaces=dict(DQN_SPACES, actions=actions), backend="pytorch")
+        ComponentTest(DQNLossFunction(), input_spaces=dict(DQN_SPACES, actions=actions), backend=backend)
     with pytest.raises(RLGraphSpaceError, match="Q-values"):
         ComponentTest(DQNLossFunction(), input_spaces=dict(DQN_SPACES, actions=IntBox(4, add_batch_rank=True)),
-                      backend="pytorch")
+                      backend=backend)
     for bad in (dict(n_step=0), dict(huber_delta=0.0), dict(double_q="yes"), dict(discount=1.5)):
         with pytest.raises(RLGraphSpecError):
             DQNLossFunction(**bad)
@@ -201,17 +201,17 @@ def test_impala_gradients_reach_logits_and_values_only(backend):
     np.testing.assert_allclose(values_grad, -0.5 * (vs.T - args[2]) / 2, rtol=1e-4, atol=1e-6)
 
 
-def test_impala_errors():
+def test_impala_errors(backend):
     with pytest.raises(RLGraphSpecError, match="reward_clipping"):
         IMPALALossFunction(reward_clipping="clip_all")
     with pytest.raises(RLGraphSpecError, match="weight_entropy"):
         IMPALALossFunction(weight_entropy=-1.0)
     with pytest.raises(RLGraphSpaceError, match="batch-major"):
         spaces = dict(IMPALA_SPACES, rewards=FloatBox(add_batch_rank=True, add_time_rank=True, time_major=True))
-        ComponentTest(IMPALALossFunction(), input_spaces=spaces, backend="pytorch")
+        ComponentTest(IMPALALossFunction(), input_spaces=spaces, backend=backend)
     with pytest.raises(RLGraphSpaceError, match="container action spaces"):
         actions = Dict(a=IntBox(3), add_batch_rank=True, add_time_rank=True)
-        ComponentTest(IMPALALossFunction(), input_spaces=dict(IMPALA_SPACES, actions=actions), backend="pytorch")
+        ComponentTest(IMPALALossFunction(), input_spaces=dict(IMPALA_SPACES, actions=actions), backend=backend)
     with pytest.raises(RLGraphSpaceError, match="categories"):
         spaces = dict(IMPALA_SPACES, actions=IntBox(4, **SEQ))
-        ComponentTest(IMPALALossFunction(), input_spaces=spaces, backend="pytorch")
+        ComponentTest(IMPALALossFunction(), input_spaces=spaces, backend=backend)

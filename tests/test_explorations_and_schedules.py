@@ -100,11 +100,11 @@ def test_schedule_spec_errors(spec, text):
         TimeDependentParameter.from_spec(spec)
 
 
-def test_schedule_misuse_errors():
+def test_schedule_misuse_errors(backend):
     with pytest.raises(RLGraphSpecError, match="max_time_steps"):
         LinearDecay().value_at_time_step(10)
     with pytest.raises(RLGraphSpaceError, match="time_percentage"):
-        ComponentTest(LinearDecay(), input_spaces=dict(time_percentage=FloatBox(shape=(2,))), backend="pytorch")
+        ComponentTest(LinearDecay(), input_spaces=dict(time_percentage=FloatBox(shape=(2,))), backend=backend)
 
 
 # --- Epsilon exploration ---------------------------------------------------------------------------
@@ -250,13 +250,13 @@ def test_noise_spec_errors(spec, text):
         Noise.from_spec(spec)
 
 
-def test_noise_space_errors():
+def test_noise_space_errors(backend):
     with pytest.raises(RLGraphSpaceError, match="exactly one continuous"):
         GaussianNoise(action_space=Dict(a=FloatBox(), b=FloatBox()))
     with pytest.raises(RLGraphSpaceError, match="exactly one continuous"):
         GaussianNoise(action_space=IntBox(3))
     with pytest.raises(RLGraphError, match="action_space"):  # No action space anywhere: the build is stuck.
-        ComponentTest(GaussianNoise(), input_spaces={}, backend="pytorch")
+        ComponentTest(GaussianNoise(), input_spaces={}, backend=backend)
 
 
 @pytest.mark.parametrize("kwargs, actions, action_space, text", [
@@ -268,10 +268,10 @@ def test_noise_space_errors():
     ({}, IntBox(3, add_batch_rank=True), Dict(a=IntBox(3)), "do not match"),
     ({}, IntBox(3, add_batch_rank=True), FloatBox(), "do not match"),
 ])
-def test_exploration_space_errors(kwargs, actions, action_space, text):
+def test_exploration_space_errors(kwargs, actions, action_space, text, backend):
     with pytest.raises(RLGraphSpaceError, match=text):
         ComponentTest(Exploration(**kwargs), input_spaces=dict(actions=actions, time_percentage=float),
-                      action_space=action_space, backend="pytorch")
+                      action_space=action_space, backend=backend)
 
 
 def test_exploration_spec_errors():

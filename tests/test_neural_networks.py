@@ -67,14 +67,14 @@ def test_stack_chains_named_api_methods(backend):
     test.test(("go", np.array([0.5, 1.0])), expected_outputs=np.array([3.5, 4.0]))
 
 
-def test_stack_errors():
+def test_stack_errors(backend):
     with pytest.raises(RLGraphSpecError, match="unknown type in spec.*did you mean 'dense'"):
         Stack.from_spec([{"type": "dence", "units": 2}])
     with pytest.raises(RLGraphSpecError, match="Stack item 0"):
         Stack(42)
     stack = Stack(DenseLayer(units=2), api_methods={"run"})
     with pytest.raises(RLGraphError, match="no sub-component has an API method .run."):
-        ComponentTest(stack, input_spaces=dict(inputs=FloatBox(shape=(2,), add_batch_rank=True)), backend="pytorch")
+        ComponentTest(stack, input_spaces=dict(inputs=FloatBox(shape=(2,), add_batch_rank=True)), backend=backend)
 
 
 def test_network_spec_as_dict_with_layers_and_copy_pickle(backend):
