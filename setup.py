@@ -12,7 +12,8 @@ extras = {
     "torch": ["torch>=2.1"],
     "ray": ["ray>=2.9,<3"],
     "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
-    "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11"],
+    # The test suite also runs the Atari adapter on the real ALE.
+    "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 
@@ -31,6 +32,7 @@ setup(
         "gymnasium>=1.0,<2",
         "PyYAML>=6.0",
         "tqdm>=4.60",
+        "matplotlib>=3.7",  # learning-curve PNGs of `rlgraph train`
     ],
     extras_require=extras,
     entry_points={"console_scripts": ["rlgraph=rlgraph.cli.main:main"]},

@@ -5,6 +5,16 @@ from __future__ import annotations
 from typing import Optional
 
 
+def api_node_id(component, api: str) -> str:
+    """The node id of API method `api` of `component` (as the build tracer records call edges)."""
+    return f"{component.global_scope}.{api}"
+
+
+def graph_fn_node_id(component, graph_fn: str) -> str:
+    """The node id of graph function `graph_fn` of `component` (as the build tracer records it)."""
+    return f"{component.global_scope}.{graph_fn}()"
+
+
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -25,9 +35,9 @@ def component_graph_to_dot(root, edges: Optional[set] = None, title: Optional[st
         lines.append(f"{indent}subgraph cluster_{counter[0]} {{")
         lines.append(f"{indent}  label={_quote(f'{component.scope} ({type(component).__name__})')};")
         for api in sorted(component.api_methods):
-            lines.append(f"{indent}  {_quote(f'{component.global_scope}.{api}')} [label={_quote(api)}];")
+            lines.append(f"{indent}  {_quote(api_node_id(component, api))} [label={_quote(api)}];")
         for graph_fn in sorted(component.graph_fns):
-            node = f"{component.global_scope}.{graph_fn}()"
+            node = graph_fn_node_id(component, graph_fn)
             lines.append(f"{indent}  {_quote(node)} [label={_quote(graph_fn)}, shape=ellipse, style=filled, "
                          f"fillcolor=lightgrey];")
         variables = sorted(component.variables)

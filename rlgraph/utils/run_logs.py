@@ -1,0 +1,224 @@
+"""Logs of a training run: CSV rows, TensorBoard scalars and a learning-curve plot (for `rlgraph train`).
+
+Nothing here imports a backend; matplotlib is imported only inside `plot_learning_curve`.
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "progress.csv")
+>>> with CSVLogger(path) as log:
+...     log.log({"step": 10, "episode_return": 1.5})
+...     log.log({"step": 20, "episode_return": 2.0, "loss": 0.3})
+>>> read_csv(path)
+{'step': [10, 20], 'episode_return': [1.5, 2.0], 'loss': [None, 0.3]}
+"""
+from __future__ import annotations
+
+import csv
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.tensorboard import TensorBoardWriter, crc32c
+
+__all__ = ["CSVLogger", "read_csv", "plot_learning_curve", "moving_average", "TensorBoardWriter", "crc32c"]
+
+
+class CSVLogger:
+    """Appends rows (dicts) to a CSV file, one line per row, flushed right away.
+
+    The header is written once. If the file already exists and has a header (a resumed run), its
+    columns are kept and rows are appended. Columns follow `fieldnames` if given, else the keys of
+    the first row, in order. When a later row brings keys that are not columns yet, they are added
+    at the end and the file is rewritten once with the wider header, earlier rows getting empty
+    cells for them, so the file stays a rectangular table. Keys missing from a row are left empty.
+
+    Args:
+        path: The CSV file; parent directories are created.
+        fieldnames: Initial columns (optional).
+    """
+
+    def __init__(self, path: str, fieldnames: Optional[Sequence[str]] = None):
+        self.path = os.fspath(path)
+        self.fieldnames: List[str] = [str(name) for name in fieldnames or ()]
+        if len(set(self.fieldnames)) != len(self.fieldnames):
+            raise RLGraphError("duplicate column names", where="CSVLogger(fieldnames)", expected="unique names",
+                               received=list(fieldnames))
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        self._header_written = False
+        if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
+            with open(self.path, newline="", encoding="utf-8") as existing:
+                header = next(csv.reader(existing), [])
+            self.fieldnames = header + [name for name in self.fieldnames if name not in header]
+            self._header_written = True
+            if len(self.fieldnames) > len(header):
+                self._rewrite()
+        self._file = open(self.path, "a", newline="", encoding="utf-8")
+
+    def log(self, row: Mapping[str, Any]):
+        """Appends one row and flushes it to disk.
+
+        Args:
+            row: Column name -> value (numbers, strings; anything else is written as `str(value)`).
+
+        Raises:
+            RLGraphError: If `row` is not a mapping or the logger is closed.
+        """
+        if not isinstance(row, Mapping):
+            raise RLGraphError("a row must be a mapping from column name to value", where="CSVLogger.log",
+                               expected="dict", received=type(row).__name__)
+        if self._file.closed:
+            raise RLGraphError("the logger is closed", where=f"CSVLogger({self.path!r})")
+        row = {str(key): value for key, value in row.items()}
+        new = [key for key in row if key not in self.fieldnames]
+        if new:
+            self.fieldnames.extend(new)
+            if self._header_written:
+                self._file.close()
+                self._rewrite()
+                self._file = open(self.path, "a", newline="", encoding="utf-8")
+        writer = csv.DictWriter(self._file, fieldnames=self.fieldnames, restval="")
+        if not self._header_written:
+            writer.writeheader()
+            self._header_written = True
+        writer.writerow(row)
+        self._file.flush()
+
+    # `writerow` reads like the csv module.
+    writerow = log
+
+    def _rewrite(self):
+        """Rewrites the file with the current (wider) header; existing rows keep their values."""
+        with open(self.path, newline="", encoding="utf-8") as existing:
+            rows = list(csv.DictReader(existing))
+        temporary = self.path + ".tmp"
+        with open(temporary, "w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=self.fieldnames, restval="")
+            writer.writeheader()
+            writer.writerows({key: value for key, value in row.items() if key is not None} for row in rows)
+        os.replace(temporary, self.path)
+
+    def close(self):
+        """Closes the file; further calls do nothing."""
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "CSVLogger":
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def _parse_cell(text: str) -> Any:
+    if text == "":
+        return None
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_csv(path: str) -> Dict[str, List[Any]]:
+    """Reads a CSV file with a header into columns.
+
+    Cells are parsed as int, else float, else kept as strings; empty cells become None.
+
+    Args:
+        path: The CSV file.
+
+    Returns:
+        Column name -> list of values, in file order.
+
+    Raises:
+        RLGraphError: If the file does not exist.
+    """
+    if not os.path.isfile(path):
+        raise RLGraphError("no such CSV file", where="read_csv(path)", received=repr(os.fspath(path)))
+    with open(path, newline="", encoding="utf-8") as file:
+        reader = csv.reader(file)
+        header = next(reader, [])
+        columns: Dict[str, List[Any]] = {name: [] for name in header}
+        for line in reader:
+            for index, name in enumerate(header):
+                columns[name].append(_parse_cell(line[index]) if index < len(line) else None)
+    return columns
+
+
+def moving_average(values: Sequence[float], window: int) -> np.ndarray:
+    """The trailing mean over the last `window` values (fewer at the start).
+
+    Args:
+        values: The series.
+        window: How many values to average (>= 1).
+
+    Returns:
+        An array as long as `values`; entry i is mean(values[max(0, i - window + 1) : i + 1]).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return values
+    sums = np.cumsum(np.concatenate([[0.0], values]))
+    ends = np.arange(1, len(values) + 1)
+    starts = np.maximum(0, ends - window)
+    return (sums[ends] - sums[starts]) / (ends - starts)
+
+
+def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: str, title: Optional[str] = None,
+                        smoothing_window: int = 10) -> str:
+    """Plots episode returns against environment steps, with a moving average, into a PNG file.
+
+    Uses matplotlib's Agg canvas directly (no pyplot), so the global matplotlib backend of the
+    calling program is left alone and no display is needed.
+
+    Args:
+        steps: Environment step at the end of each episode (x axis).
+        returns: Return of each episode.
+        path: The PNG file to write; parent directories are created.
+        title: The plot title (default: "Learning curve").
+        smoothing_window: Episodes averaged by the smoothed line.
+
+    Returns:
+        `path`.
+
+    Raises:
+        RLGraphError: If matplotlib is not installed, the inputs differ in length or the window is < 1.
+    """
+    steps = np.asarray(steps, dtype=np.float64).reshape(-1)
+    returns = np.asarray(returns, dtype=np.float64).reshape(-1)
+    if len(steps) != len(returns):
+        raise RLGraphError("steps and returns must have the same length", where="plot_learning_curve",
+                           expected=f"{len(steps)} returns (one per step entry)", received=f"{len(returns)}")
+    if isinstance(smoothing_window, bool) or not isinstance(smoothing_window, int) or smoothing_window < 1:
+        raise RLGraphError("the smoothing window must be a positive int", where="plot_learning_curve",
+                           expected="int >= 1", received=repr(smoothing_window))
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise RLGraphError("plotting needs matplotlib, which is not installed", where="plot_learning_curve",
+                           hint="install it with `pip install matplotlib`.") from error
+
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.plot(steps, returns, color="tab:blue", alpha=0.35, linewidth=1, label="episode return")
+    if len(returns):
+        window = min(smoothing_window, len(returns))
+        axes.plot(steps, moving_average(returns, window), color="tab:blue", linewidth=2,
+                  label=f"moving average ({window} episodes)")
+        axes.legend(loc="best")
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel("return")
+    axes.set_title(title or "Learning curve")
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    parent = os.path.dirname(os.fspath(path))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    figure.savefig(path, format="png")
+    return path
