@@ -60,3 +60,30 @@ class AdamOptimizer(LocalOptimizer):
         m_hat = m_t / (1.0 - self.beta_1 ** t)
         v_hat = v_t / (1.0 - self.beta_2 ** t)
         return learning_rate * m_hat / (sqrt(v_hat) + self.epsilon), {"m": m_t, "v": v_t}
+
+    def _apply_torch(self, variables, gradients, learning_rate) -> None:
+        """The same rule with fused in-place multi-tensor ops (one kernel per op for all variables)."""
+        import torch
+        keys = sorted(variables)
+        params = [variables[k] for k in keys]
+        m = [self.slots[k]["m"] for k in keys]
+        v = [self.slots[k]["v"] for k in keys]
+        devices = {t.device for t in params + m + v}
+        if len(devices) > 1 or any(p.dtype != torch.float32 for p in params) or \
+                type(self)._update is not AdamOptimizer._update:  # Subclasses with other rules (Nadam).
+            return super()._apply_torch(variables, gradients, learning_rate)
+        with torch.no_grad():
+            self.step_count.add_(1)
+            t = float(self.step_count.item())
+            grads = [torch.as_tensor(gradients[k], dtype=p.dtype, device=p.device) for k, p in zip(keys, params)]
+            torch._foreach_mul_(m, self.beta_1)
+            torch._foreach_add_(m, grads, alpha=1.0 - self.beta_1)
+            torch._foreach_mul_(v, self.beta_2)
+            torch._foreach_addcmul_(v, grads, grads, value=1.0 - self.beta_2)
+            # theta -= lr * m_hat / (sqrt(v_hat) + epsilon), m_hat = m / bc1, v_hat = v / bc2.
+            bias_1, bias_2 = 1.0 - self.beta_1 ** t, 1.0 - self.beta_2 ** t
+            denominators = torch._foreach_div(v, bias_2)
+            torch._foreach_sqrt_(denominators)
+            torch._foreach_add_(denominators, self.epsilon)
+            torch._foreach_addcdiv_(params, m, denominators, value=-float(learning_rate) / bias_1)
+
