@@ -110,6 +110,23 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             np.random.seed(seed)
             self._seed_backend(seed)
 
+    def get_rng_state(self) -> dict:
+        """The random generators' states (numpy's global one and the backend's, where it has one)."""
+        return {"numpy": np.random.get_state(), "backend": self._get_backend_rng_state()}
+
+    def set_rng_state(self, state: dict) -> None:
+        """Restores a `get_rng_state` result."""
+        np.random.set_state(state["numpy"])
+        if state.get("backend") is not None:
+            self._set_backend_rng_state(state["backend"])
+
+    def _get_backend_rng_state(self) -> Any:
+        """Backend hook: the backend generator's state, or None where it cannot be captured."""
+        return None
+
+    def _set_backend_rng_state(self, state: Any) -> None:
+        """Backend hook."""
+
     # --- Execution ----------------------------------------------------------------------------------
     def execute(self, *api_calls: Any) -> Any:
         """Runs root API methods.

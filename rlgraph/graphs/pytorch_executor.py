@@ -60,6 +60,14 @@ class PyTorchExecutor(GraphExecutor):
         import torch
         torch.manual_seed(seed)
 
+    def _get_backend_rng_state(self) -> Any:
+        import torch
+        return torch.get_rng_state().numpy().copy()
+
+    def _set_backend_rng_state(self, state: Any) -> None:
+        import torch
+        torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8)))
+
     def _save(self, path: str) -> str:
         import torch
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

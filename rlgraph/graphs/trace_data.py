@@ -69,6 +69,10 @@ class TraceBackend:
             array = np.full(shape, "", dtype=np.str_)
         else:
             array = np.zeros(shape, dtype=space.dtype)
+            low = getattr(space, "low", None)
+            if low is not None and space.dtype.kind in "iuf" and np.all(np.asarray(low) > 0):
+                # Zeros are not in the space: trace with its smallest member (e.g. a sample size >= 1).
+                array = np.broadcast_to(np.asarray(low, dtype=space.dtype), shape).copy()
         return self.to_tensor(array, space)
 
     def to_tensor(self, array: np.ndarray, space: Space) -> Any:

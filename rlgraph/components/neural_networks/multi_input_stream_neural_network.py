@@ -1,6 +1,8 @@
 """`MultiInputStreamNeuralNetwork`: one network per item of a Dict/Tuple input, concatenated, then a post network."""
 from __future__ import annotations
 
+import math
+
 from typing import Any, Dict as DictT, List, Union
 
 from rlgraph.backend_system import get_backend
@@ -85,5 +87,6 @@ class MultiInputStreamNeuralNetwork(NeuralNetwork):
             flat = [tf.reshape(tf.cast(s, tf.float32), (tf.shape(s)[0], -1)) for s in streams]
             return tf.concat(flat, axis=-1)
         import torch
-        flat = [s.reshape(s.shape[0], -1).to(torch.float32) for s in streams]
+        # An explicit row size: reshape(B, -1) is ambiguous for an empty batch.
+        flat = [s.reshape(s.shape[0], math.prod(s.shape[1:])).to(torch.float32) for s in streams]
         return torch.cat(flat, dim=-1)
