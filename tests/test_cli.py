@@ -15,13 +15,45 @@ def test_info(capsys):
     assert f"rlgraph {rlgraph.__version__}" in out and "backend tf" in out and "default backend: pytorch" in out
 
 
-def test_train_reads_the_config_and_says_it_is_not_available(capsys, tmp_path):
-    config = tmp_path / "agent.json"
-    config.write_text(json.dumps({"type": "dqn"}))
-    assert main(["train", str(config)]) == EXIT_UNAVAILABLE
-    captured = capsys.readouterr()
-    assert "agent type 'dqn'" in captured.out
-    assert "not available yet" in captured.err and "Nothing was run" in captured.err
+def _tiny_config(tmp_path):
+    config = json.loads(open("configs/dqn_gridworld_4x4.json").read())
+    config["training_spec"].update(num_timesteps=300, evaluation_interval=150, log_interval=100,
+                                   checkpoint_interval=200, stop_at_return=None)
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+def test_train_evaluate_visualize(capsys, tmp_path, backend):
+    out = tmp_path / "run"
+    assert main(["train", str(_tiny_config(tmp_path)), "--backend", backend, "--seed", "1", "--output-dir", str(out),
+                 "--set", "optimizer_spec.learning_rate=0.01", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "300 steps" in printed and f"on {backend}" in printed
+    config = json.loads((out / "config.json").read_text())
+    assert config["optimizer_spec"]["learning_rate"] == 0.01 and config["backend"] == backend
+    assert config["execution_spec"]["seed"] == 1
+    for name in ("episodes.csv", "evaluations.csv", "learning_curve.png", "checkpoints/final/agent_state.pkl",
+                 "checkpoints/step-200/config.json"):
+        assert (out / name).exists(), name
+    assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(p.name.startswith("events.out.tfevents") for p in (out / "tensorboard").iterdir())
+    evaluations = (out / "evaluations.csv").read_text().splitlines()
+    assert evaluations[0].startswith("step,mean_return") and [line.split(",")[0] for line in evaluations[1:]] == \
+        ["150", "300"]
+
+    assert main(["evaluate", str(out / "checkpoints" / "final"), "--episodes", "2"]) == 0
+    assert "2 greedy episodes" in capsys.readouterr().out
+
+    svg = tmp_path / "graph.svg"
+    assert main(["visualize", str(_tiny_config(tmp_path)), "--backend", backend, "--output", str(svg)]) == 0
+    text = svg.read_text()
+    assert text.startswith("<svg") or "<svg" in text[:200]
+    assert "target-policy" in text and "update_from_memory" in text
+    dot = tmp_path / "graph.dot"
+    assert main(["visualize", str(_tiny_config(tmp_path)), "--backend", backend, "--output", str(dot)]) == 0
+    assert dot.read_text().startswith("digraph")
 
 
 def test_train_with_a_missing_config(capsys):
@@ -29,8 +61,27 @@ def test_train_with_a_missing_config(capsys):
     assert "spec file not found" in capsys.readouterr().err
 
 
-def test_shipped_config_parses(capsys):
-    assert main(["train", "configs/dqn_cartpole.json"]) == EXIT_UNAVAILABLE
+def test_train_rejects_unknown_keys(capsys, tmp_path):
+    config = json.loads(open("configs/dqn_cartpole.json").read())
+    config["update_spec"]["batch_sise"] = 3
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(config))
+    assert main(["train", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "batch_sise" in err and "batch_size" in err
+    assert main(["train", "configs/dqn_cartpole.json", "--set", "training_spec.num_timestepz=5"]) == 2
+    assert "num_timesteps" in capsys.readouterr().err
+    assert main(["train", "configs/dqn_cartpole.json", "--set", "nonsense"]) == 2
+
+
+def test_evaluate_without_a_checkpoint(capsys, tmp_path):
+    assert main(["evaluate", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+def test_benchmark_is_not_available_yet(capsys):
+    assert main(["benchmark", "act"]) == EXIT_UNAVAILABLE
+    assert "not available yet" in capsys.readouterr().err
 
 
 def test_version_flag():

@@ -19,7 +19,8 @@ def _run(code, env=None):
 @pytest.mark.parametrize("module", ["rlgraph", "rlgraph.spaces", "rlgraph.utils", "rlgraph.environments",
                                     "rlgraph.cli.main", "rlgraph.utils.numpy", "rlgraph.utils.nest",
                                     "rlgraph.utils.decorators", "rlgraph.components", "rlgraph.graphs",
-                                    "rlgraph.tests"])
+                                    "rlgraph.tests", "rlgraph.agents", "rlgraph.execution",
+                                    "rlgraph.execution.training", "rlgraph.utils.run_logs"])
 def test_module_imports_no_backend(module):
     code = (f"import sys, json, {module}\n"
             f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {BACKEND_MODULES!r})))")

@@ -1,27 +1,27 @@
-"""`rlgraph` command: `info`, and `train` / `evaluate` / `visualize` / `benchmark` as they become available.
+"""`rlgraph` command: `info`, `train`, `evaluate`, `visualize` (and `benchmark` once it lands).
 
 The command imports no backend at start-up; each sub-command imports what it needs.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from typing import List, Optional
+
+import numpy as np
 
 import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
-from rlgraph.utils.rlgraph_errors import RLGraphError
-from rlgraph.utils.specifiable import load_spec_file
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 # Exit status of a sub-command whose machinery this version of rlgraph does not ship yet.
 EXIT_UNAVAILABLE = 3
 
 # Sub-command -> the part of the framework it needs and that is still missing in this version.
 _PENDING = {
-    "train": "agents (DQN first) and the SingleThreadedWorker",
-    "evaluate": "agents and checkpoints",
-    "visualize": "the component build system",
-    "benchmark": "agents and the benchmark suite",
+    "benchmark": "the benchmark suite",
 }
 
 
@@ -37,10 +37,18 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=int, help="number of environment steps")
     train.add_argument("--seed", type=int, help="random seed")
     train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config value")
+    train.add_argument("--output-dir", help="where logs and checkpoints go (default: runs/<config>-<backend>-<time>)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate = commands.add_parser("evaluate", help="evaluate a saved agent")
-    evaluate.add_argument("checkpoint")
+    evaluate.add_argument("checkpoint", help="a checkpoint directory written by `rlgraph train`")
+    evaluate.add_argument("--episodes", type=int, default=10, help="number of greedy episodes")
+    evaluate.add_argument("--env", help="environment id (default: the one it was trained on)")
+    evaluate.add_argument("--seed", type=int, default=0, help="environment seed")
     visualize = commands.add_parser("visualize", help="render an agent's component graph")
     visualize.add_argument("config")
+    visualize.add_argument("--env", help="environment id (default: from the config)")
+    visualize.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend to build with")
+    visualize.add_argument("--output", help="output file, .svg or .dot (default: <config name>.svg)")
     benchmark = commands.add_parser("benchmark", help="run a benchmark from benchmarks/")
     benchmark.add_argument("name")
     return parser
@@ -58,20 +66,82 @@ def _info() -> int:
     return 0
 
 
+def _train(args) -> int:
+    from rlgraph.execution.training import resolve_config, train
+    config = resolve_config(args.config, args.env, args.backend, args.steps, args.seed, args.set)
+    output_dir = args.output_dir
+    if output_dir is None:
+        from rlgraph.backend_system import normalize_backend
+        backend = normalize_backend(config.get("backend") or default_backend())
+        name = os.path.splitext(os.path.basename(args.config))[0]
+        output_dir = os.path.join("runs", f"{name}-{backend}-{time.strftime('%Y%m%d-%H%M%S')}")
+    summary = train(config, output_dir=output_dir, progress=not args.no_progress)
+    evaluations = ", ".join(f"{step}: {value:.1f}" for step, value in summary["evaluations"]) or "none"
+    print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
+          f"{summary['wall_time']:.1f} s ({summary['env_frames_per_second']:.0f} steps/s) on {summary['backend']}.")
+    print(f"evaluations (step: mean return): {evaluations}")
+    if summary["solved"]:
+        print(f"reached the target return at step {summary['solved_at_step']}.")
+    print(f"checkpoint: {summary['checkpoint']}\nlearning curve: {summary['learning_curve']}\n"
+          f"logs (CSV, TensorBoard): {summary['output_dir']}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    config_file = os.path.join(args.checkpoint, "config.json")
+    if not os.path.isfile(config_file):
+        raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=args.checkpoint,
+                                     hint="pass a checkpoint directory written by `rlgraph train`.")
+    config = resolve_config(config_file, env=args.env)
+    agent, env_spec = make_agent_and_env(config)
+    agent.load_model(args.checkpoint)
+    worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=args.seed)
+    result = worker.evaluate(args.episodes, config["training_spec"]["max_timesteps_per_episode"])
+    returns = result["episode_returns"]
+    print(f"rlgraph evaluate: {len(returns)} greedy episodes: mean return {np.mean(returns):.2f} "
+          f"(min {np.min(returns):.2f}, max {np.max(returns):.2f}), mean length {result['mean_episode_length']:.1f}")
+    worker.terminate()
+    agent.terminate()
+    return 0
+
+
+def _visualize(args) -> int:
+    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    from rlgraph.graphs.svg import component_graph_to_svg
+    from rlgraph.graphs.visualization import component_graph_to_dot
+    config = resolve_config(args.config, env=args.env, backend=args.backend)
+    agent, _ = make_agent_and_env(config)
+    builder = agent.graph_executor.graph_builder
+    output = args.output or os.path.splitext(os.path.basename(args.config))[0] + ".svg"
+    title = f"{type(agent).__name__} ({agent.backend})"
+    if output.endswith(".dot"):
+        text = component_graph_to_dot(agent.root_component, builder.edges, title=title)
+    else:
+        text = component_graph_to_svg(agent.root_component, builder.edges, title=title)
+    with open(output, "w") as handle:
+        handle.write(text)
+    print(f"rlgraph visualize: wrote {output} ({len(agent.root_component.get_all_sub_components())} components, "
+          f"{len(builder.edges)} traced calls).")
+    agent.terminate()
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `rlgraph` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "info":
         return _info()
+    commands = {"train": _train, "evaluate": _evaluate, "visualize": _visualize}
     try:
-        if args.command in ("train", "visualize"):
-            config = load_spec_file(args.config)
-            print(f"rlgraph {args.command}: read {args.config} (agent type {config.get('type', '?')!r}).")
+        if args.command in commands:
+            return commands[args.command](args)
     except RLGraphError as error:
         print(f"rlgraph {args.command}: {error}", file=sys.stderr)
         return 2
     print(f"rlgraph {args.command}: not available yet in rlgraph {rlgraph.__version__}: it needs "
-          f"{_PENDING[args.command]}, which have not landed yet. Nothing was run.", file=sys.stderr)
+          f"{_PENDING[args.command]}, which has not landed yet. Nothing was run.", file=sys.stderr)
     return EXIT_UNAVAILABLE
 
 

@@ -1,0 +1,402 @@
+"""`Agent`: the python front end of an algorithm; it owns a root component and its executor."""
+from __future__ import annotations
+
+import abc
+import logging
+import os
+from typing import Any, Dict, Hashable, List, Optional, Tuple
+
+import numpy as np
+
+from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
+from rlgraph.agents.observe_buffers import ObserveBuffers, stack_transitions
+from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
+                                  SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_positive_int, check_spec)
+from rlgraph.backend_system import get_backend, normalize_backend
+from rlgraph.spaces import Space
+from rlgraph.utils.nest import flatten_op, map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.specifiable import Specifiable, load_spec_file
+
+logger = logging.getLogger(__name__)
+
+# Sections a config file may hold for the tools that run an agent (`rlgraph train`); the
+# agent itself ignores them.
+RUN_SECTIONS = ("environment_spec", "training_spec")
+
+
+class Agent(Specifiable, metaclass=abc.ABCMeta):
+    """The base of all agents: parses the specs, builds the root component, serves the API.
+
+    Subclasses create their root component in `_create_root()` and implement `update` and
+    `_observe_graph`. Everything in the hot paths (`get_action`, `observe`, `update`) is one
+    executor call plus numpy bookkeeping.
+
+    Args:
+        state_space: The environment's state space (without batch rank; a Space or spec).
+        action_space: The environment's action space (without batch rank).
+        discount: gamma.
+        preprocessing_spec: A list of preprocessor specs (a `PreprocessorStack`), applied to
+            every state before the policy (None: none).
+        network_spec: The policy network (a list of layer specs, a `NeuralNetwork` or its spec).
+        internal_states_space: The space of the internal (RNN) states, if the network has any.
+        policy_spec: Extra `Policy` arguments (e.g. {"type": "dueling-policy", ...}).
+        action_adapter_spec: The action adapter spec handed to the policy.
+        exploration_spec: The `Exploration` spec (epsilon schedule, noise).
+        execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode"}; max_timesteps are
+            the env steps over which time_percentage goes from 0 to 1 (schedules).
+        optimizer_spec: The optimizer spec (e.g. {"type": "adam", "learning_rate": 1e-3}).
+        observe_spec: {"buffer_enabled", "buffer_size"}.
+        update_spec: {"do_updates", "update_mode", "update_interval", "steps_before_update",
+            "batch_size", "sync_interval", "sync_tau", "update_steps"}.
+        summary_spec: {"directory", "summary_interval"} (used by workers and the CLI).
+        saver_spec: {"directory", "checkpoint_frequency", "max_checkpoints"}.
+        auto_build: Build the graph in the constructor (else call `build()`).
+        name: The agent's name (also the root component's scope).
+        backend: "tf" or "pytorch" (default: `rlgraph.get_backend()`).
+    """
+
+    def __init__(self, state_space: Any, action_space: Any, discount: float = 0.98, preprocessing_spec: Any = None,
+                 network_spec: Any = None, internal_states_space: Any = None, policy_spec: Optional[dict] = None,
+                 action_adapter_spec: Optional[dict] = None, exploration_spec: Optional[dict] = None,
+                 execution_spec: Optional[dict] = None, optimizer_spec: Optional[dict] = None,
+                 observe_spec: Optional[dict] = None, update_spec: Optional[dict] = None,
+                 summary_spec: Optional[dict] = None, saver_spec: Optional[dict] = None, auto_build: bool = True,
+                 name: str = "agent", backend: Optional[str] = None):
+        owner = type(self).__name__
+        if state_space is None or action_space is None:
+            missing = [n for n, s in (("state_space", state_space), ("action_space", action_space)) if s is None]
+            raise RLGraphSpecError(f"missing {' and '.join(missing)}", where=owner,
+                                   hint="pass the environment's spaces, e.g. state_space=env.state_space.")
+        self.name = name
+        self.backend = normalize_backend(backend) if backend is not None else get_backend()
+        self.state_space = Space.from_spec(state_space).strip_ranks()
+        self.action_space = Space.from_spec(action_space).strip_ranks()
+        self.discount = float(discount)
+        self.preprocessing_spec = list(preprocessing_spec or [])
+        self.network_spec = network_spec
+        self.internal_states_space = Space.from_spec(internal_states_space) if internal_states_space else None
+        self.policy_spec = dict(policy_spec or {})
+        self.action_adapter_spec = action_adapter_spec
+        self.exploration_spec = exploration_spec
+        self.optimizer_spec = optimizer_spec or {"type": "adam", "learning_rate": 1e-3}
+        self.execution_spec = check_spec(execution_spec, EXECUTION_SPEC_DEFAULTS, "execution_spec", owner)
+        self.observe_spec = check_spec(observe_spec, OBSERVE_SPEC_DEFAULTS, "observe_spec", owner)
+        self.update_spec = check_spec(update_spec, UPDATE_SPEC_DEFAULTS, "update_spec", owner)
+        self.summary_spec = check_spec(summary_spec, SUMMARY_SPEC_DEFAULTS, "summary_spec", owner)
+        self.saver_spec = check_spec(saver_spec, SAVER_SPEC_DEFAULTS, "saver_spec", owner)
+        for key in ("update_interval", "batch_size", "update_steps"):
+            check_positive_int(self.update_spec[key], f"update_spec.{key}", owner)
+        for key in ("steps_before_update", "sync_interval"):
+            check_positive_int(self.update_spec[key], f"update_spec.{key}", owner, minimum=0)
+        check_positive_int(self.observe_spec["buffer_size"], "observe_spec.buffer_size", owner)
+        self.max_timesteps = self.execution_spec["max_timesteps"]
+
+        # Counters: env steps observed, updates done, env steps at the last target sync.
+        self.timesteps = 0
+        self.num_updates = 0
+        self.last_sync_timestep = 0
+        self.buffers = ObserveBuffers(self.observe_spec["buffer_size"] if self.observe_spec["buffer_enabled"] else 1,
+                                      n_step=self._n_step(), discount=self.discount)
+        self._warned_time = False
+        self.root_component = None
+        self.input_spaces: Dict[str, Any] = {}
+        self.graph_executor = None
+        self.build_stats = None
+        self.spec: Optional[dict] = None  # Set by `from_spec`: the spec the agent was made from.
+        self._create_root()
+        if auto_build:
+            self.build()
+
+    # --- Construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_spec(cls, spec: Any = None, **kwargs) -> "Agent":
+        """Creates an agent from a dict, a JSON or YAML file, or keyword arguments.
+
+        `state_space`, `action_space` and `backend` given as keyword arguments override the
+        spec. The config sections "environment_spec" and "training_spec" (read by `rlgraph
+        train`) are ignored here; any other unknown key is an error that lists the valid keys.
+        """
+        if isinstance(spec, str) and os.path.splitext(spec)[1].lower() in (".json", ".yaml", ".yml"):
+            spec = load_spec_file(spec)
+        if isinstance(spec, dict):
+            spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS}
+            kwargs = {**spec, **kwargs}
+            spec = None
+        kept = {k: v for k, v in kwargs.items() if k not in ("state_space", "action_space", "backend")}
+        agent = super().from_spec(spec, **kwargs)
+        if isinstance(agent, Agent):
+            agent.spec = kept
+        return agent
+
+    def _n_step(self) -> int:
+        return 1
+
+    @abc.abstractmethod
+    def _create_root(self) -> None:
+        """Creates `self.root_component` and `self.input_spaces` (API argument name -> space)."""
+
+    def build(self, build_options: Optional[dict] = None) -> Any:
+        """Builds the root component on the agent's backend (once; `auto_build=False` defers it).
+
+        Returns:
+            The build statistics (`total_build_time`, `build_overhead`, ...).
+        """
+        if self.graph_executor is not None:
+            raise RLGraphError("the agent is already built", where=self.name)
+        from rlgraph.graphs import GraphBuilder, GraphExecutor
+        builder = GraphBuilder(action_space=self.action_space, **dict(build_options or {}))
+        executor_spec = {k: v for k, v in self.execution_spec.items() if k in ("seed", "torch_num_threads", "tf_num_threads")
+                         and v is not None}
+        self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
+                                                      execution_spec=executor_spec)
+        self.build_stats = self.graph_executor.build([self.root_component], self.input_spaces)
+        return self.build_stats
+
+    def _executor(self):
+        if self.graph_executor is None:
+            raise RLGraphError("the agent is not built yet", where=self.name, hint="call agent.build() first.")
+        return self.graph_executor
+
+    # --- Time -----------------------------------------------------------------------------------
+    def time_percentage(self) -> float:
+        """timesteps / max_timesteps in [0, 1] (0 with a warning when max_timesteps is unset)."""
+        if not self.max_timesteps:
+            if not self._warned_time:
+                logger.warning("%s: execution_spec.max_timesteps is not set; schedules stay at their start "
+                               "value (time_percentage 0). Workers set it from their step count.", self.name)
+                self._warned_time = True
+            return 0.0
+        return min(1.0, self.timesteps / float(self.max_timesteps))
+
+    # --- Acting ---------------------------------------------------------------------------------
+    def _batch(self, states: Any, space: Space) -> Tuple[Any, bool]:
+        """(states with a batch rank, whether a single state was given)."""
+        first_leaf = next(iter(flatten_op(states).values())) if isinstance(states, (dict, tuple)) else states
+        first_space = next(iter(space.flatten().values()))
+        single = np.ndim(first_leaf) == len(first_space.shape)
+        if single:
+            states = map_structure(lambda s: np.asarray(s)[None], states)
+        return states, single
+
+    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
+                   apply_preprocessing: bool = True, extra_returns: Any = None,
+                   time_percentage: Optional[float] = None) -> Any:
+        """Actions for one state or a batch of states.
+
+        Args:
+            states: One state (shaped like `state_space`) or a batch of them.
+            internals: Internal (RNN) states; agents without them ignore it.
+            use_exploration: False: no exploration noise or epsilon (greedy actions).
+            apply_preprocessing: False if `states` are already preprocessed.
+            extra_returns: "preprocessed_states" (or a set of names) to also return those.
+            time_percentage: Overrides `time_percentage()` for the schedules.
+
+        Returns:
+            The action(s) (no batch rank for a single state); with extra_returns a tuple
+            (actions, preprocessed_states).
+        """
+        extras = self._check_extra_returns(extra_returns)
+        space = self.state_space if apply_preprocessing else self.preprocessed_state_space
+        batch, single = self._batch(states, space)
+        tp = self.time_percentage() if time_percentage is None else float(time_percentage)
+        api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
+        preprocessed, actions = self._executor().execute((api, [batch, np.float32(tp), bool(use_exploration)]))
+        if single:
+            actions = map_structure(lambda a: a[0], actions)
+            preprocessed = map_structure(lambda s: s[0], preprocessed)
+        if not extras:
+            return actions
+        return actions, preprocessed
+
+    def _check_extra_returns(self, extra_returns: Any) -> List[str]:
+        if extra_returns is None:
+            return []
+        names = [extra_returns] if isinstance(extra_returns, str) else sorted(extra_returns)
+        unknown = [n for n in names if n != "preprocessed_states"]
+        if unknown:
+            raise RLGraphSpecError(f"unknown extra_returns {unknown}", where=f"{self.name}.get_action",
+                                   expected=["preprocessed_states"], received=names)
+        return names
+
+    def preprocess_states(self, states: Any) -> Any:
+        """The states after the agent's preprocessor (identity without one); single or batched."""
+        batch, single = self._batch(states, self.state_space)
+        out = self._executor().execute(("get_preprocessed_states", [batch]))
+        return map_structure(lambda s: s[0], out) if single else out
+
+    # --- Observing ------------------------------------------------------------------------------
+    def observe(self, preprocessed_states: Any, actions: Any, internals: Any, rewards: Any, next_states: Any,
+                terminals: Any, env_id: Optional[Hashable] = None, truncated: Any = False) -> None:
+        """Observes one transition or a time-ordered batch of transitions of one environment.
+
+        Transitions wait in a buffer per `env_id` (see `observe_spec`) and go into the memory
+        when the episode ends or the buffer is full (n-step returns are folded in on the way).
+
+        Args:
+            preprocessed_states: s_t (preprocessed), single or batched.
+            actions: a_t.
+            internals: Internal states (unused by feed-forward agents; may be None or []).
+            rewards: r_t.
+            next_states: s_{t+1} (preprocessed).
+            terminals: Whether s_{t+1} is terminal (no bootstrapping from it).
+            env_id: The environment the transitions come from (vectorized workers pass one per env).
+            truncated: Whether the episode ended after the (last) transition without a terminal
+                state, e.g. a time limit; the buffer is flushed then.
+        """
+        states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
+        if single:
+            actions = map_structure(lambda a: np.asarray(a)[None], actions)
+            next_states = map_structure(lambda s: np.asarray(s)[None], next_states)
+        rewards = np.atleast_1d(np.asarray(rewards, dtype=np.float32))
+        terminals = np.atleast_1d(np.asarray(terminals, dtype=bool))
+        count = len(rewards)
+        if len(terminals) != count:
+            raise RLGraphError("rewards and terminals differ in length", where=f"{self.name}.observe",
+                               expected=count, received=len(terminals))
+        self.timesteps += count
+        if not self.observe_spec["buffer_enabled"]:
+            self._observe_graph(states, actions, rewards, next_states, terminals)
+            return
+        rows = [(map_structure(lambda x, i=i: x[i], states), map_structure(lambda x, i=i: x[i], actions),
+                 float(rewards[i]), map_structure(lambda x, i=i: x[i], next_states), bool(terminals[i]))
+                for i in range(count)]
+        # A batch may span several episodes: hand it over episode by episode.
+        start = 0
+        for i in range(count):
+            if terminals[i] or i == count - 1:
+                end_of_episode = bool(terminals[i]) or (i == count - 1 and bool(truncated))
+                ready = self.buffers.add(env_id, rows[start:i + 1], episode_end=end_of_episode)
+                if ready:
+                    self._observe_graph(*stack_transitions(ready))
+                start = i + 1
+
+    @abc.abstractmethod
+    def _observe_graph(self, preprocessed_states: Any, actions: Any, rewards: np.ndarray, next_states: Any,
+                       terminals: np.ndarray) -> None:
+        """Writes a batch of (n-step) transitions into the agent's memory."""
+
+    def reset_env_buffers(self, env_id: Optional[Hashable] = None) -> None:
+        """Drops the buffered transitions of `env_id` (None: of every env)."""
+        self.buffers.reset(env_id)
+
+    def flush_buffers(self) -> None:
+        """Writes every env's buffered (complete) transitions into the memory now."""
+        for env_id in list(self.buffers.buffers):
+            ready = self.buffers._flush(env_id, episode_over=False)
+            if ready:
+                self._observe_graph(*stack_transitions(ready))
+
+    # --- Updating -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
+        """One update from the memory (batch None) or from an external batch; returns the loss(es)."""
+
+    def import_observations(self, observations: Any) -> None:
+        """Writes observations straight into the memory (e.g. demonstrations for pre-training).
+
+        Args:
+            observations: A dict with "states", "actions", "rewards", "next_states" and
+                "terminals" (batched, states preprocessed), or a list of such dicts.
+        """
+        for obs in observations if isinstance(observations, list) else [observations]:
+            missing = [k for k in ("states", "actions", "rewards", "next_states", "terminals") if k not in obs]
+            if missing:
+                raise RLGraphError(f"observations lack {missing}", where=f"{self.name}.import_observations",
+                                   expected=["states", "actions", "rewards", "next_states", "terminals"],
+                                   received=sorted(obs))
+            self._observe_graph(obs["states"], obs["actions"], np.asarray(obs["rewards"], np.float32),
+                                obs["next_states"], np.asarray(obs["terminals"], bool))
+
+    # --- Misc API -------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Called at episode starts: resets stateful preprocessors (and exploration noise)."""
+
+    def call_api_method(self, op: str, inputs: Any = None, return_ops: Any = None) -> Any:
+        """Calls any root API method by name (see `GraphExecutor.execute`)."""
+        return self._executor().execute((op, inputs, return_ops))
+
+    def get_weights(self, names: Optional[List[str]] = None) -> Dict[str, np.ndarray]:
+        """The policy's weights (global variable name -> numpy array), or those named."""
+        executor = self._executor()
+        if names is not None:
+            return executor.get_weights(names)
+        scope = self.policy_scope() + "/"
+        return {k: v for k, v in executor.get_weights().items() if k.startswith(scope)}
+
+    def set_weights(self, weights: Dict[str, Any], rate: float = 1.0) -> None:
+        """Writes weights (as `get_weights` returns them); rate < 1 blends them in (soft update)."""
+        self._executor().set_weights(weights, rate)
+
+    get_policy_weights = get_weights
+    set_policy_weights = set_weights
+
+    def policy_scope(self) -> str:
+        """The global scope of the agent's (online) policy."""
+        return self.root_component.policy.global_scope
+
+    def export_graph(self, filename: Optional[str] = None) -> str:
+        """Exports the root component for serving (TF: SavedModel; PyTorch: a pickled module)."""
+        if filename is None:
+            directory = self.saver_spec["directory"] or "."
+            filename = os.path.join(directory, f"{self.name}-export")
+        return self._executor().export_graph(filename)
+
+    # --- Checkpoints ----------------------------------------------------------------------------
+    def store_model(self, path: Optional[str] = None, add_timestep: bool = True) -> str:
+        """Saves everything a run needs to continue: weights, optimizer slots, memory contents,
+        counters, pending observe buffers and the random generators' states.
+
+        Args:
+            path: A checkpoint directory (default: saver_spec["directory"]).
+            add_timestep: Store into "<path>/step-<timesteps>" instead of `path`.
+
+        Returns:
+            The checkpoint directory.
+        """
+        path = path or self.saver_spec["directory"]
+        if path is None:
+            raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.store_model")
+        if add_timestep:
+            path = os.path.join(path, f"step-{self.timesteps}")
+        os.makedirs(path, exist_ok=True)
+        self._executor().store_model(os.path.join(path, "model"))
+        save_agent_state(path, self._python_state(), self.graph_executor)
+        return path
+
+    def load_model(self, path: Optional[str] = None) -> None:
+        """Restores a `store_model` checkpoint directory into this (built) agent.
+
+        Raises:
+            RLGraphCheckpointError: If the checkpoint is missing, corrupt or made by a different
+                agent; the agent is left unchanged then.
+        """
+        path = path or self.saver_spec["directory"]
+        if path is None:
+            raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.load_model")
+        payload = load_agent_state(path, type(self).__name__)  # Checked before anything is written.
+        self._executor().load_model(os.path.join(path, "model"))
+        self._set_python_state(payload["state"])
+        restore_rng(payload, self.graph_executor)
+
+    def _python_state(self) -> dict:
+        return {"agent_type": type(self).__name__, "timesteps": self.timesteps, "num_updates": self.num_updates,
+                "last_sync_timestep": self.last_sync_timestep, "max_timesteps": self.max_timesteps,
+                "buffers": self.buffers.buffers}
+
+    def _set_python_state(self, state: dict) -> None:
+        self.timesteps = state["timesteps"]
+        self.num_updates = state["num_updates"]
+        self.last_sync_timestep = state["last_sync_timestep"]
+        self.max_timesteps = state["max_timesteps"]
+        self.buffers.buffers = state["buffers"]
+
+    def terminate(self) -> None:
+        """Releases the executor; the agent cannot be used afterwards."""
+        if self.graph_executor is not None:
+            self.graph_executor.terminate()
+        self.graph_executor = None
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r}, "
+                f"state_space={self.state_space}, action_space={self.action_space})")

@@ -1,0 +1,62 @@
+"""The python-side part of an agent checkpoint: counters, observe buffers, random generator states.
+
+Written next to the executor's "model" file as "agent_state.pkl". TensorFlow's stateful random
+ops cannot be captured, so on TF a resumed run draws different random numbers (PyTorch and
+numpy resume exactly).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+
+STATE_FILE = "agent_state.pkl"
+FORMAT_VERSION = 1
+
+
+def save_agent_state(path: str, state: dict, executor: Any) -> str:
+    """Pickles `state` plus the executor's random generator states into `path`/agent_state.pkl."""
+    payload = {"format_version": FORMAT_VERSION, "state": state, "rng": executor.get_rng_state(),
+               "backend": executor.backend}
+    filename = os.path.join(path, STATE_FILE)
+    tmp = filename + ".tmp"
+    with open(tmp, "wb") as handle:
+        pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, filename)  # No half-written checkpoint on a crash.
+    return filename
+
+
+def load_agent_state(path: str, agent_type: str) -> dict:
+    """Reads and checks `path`/agent_state.pkl.
+
+    Raises:
+        RLGraphCheckpointError: If it is missing, unreadable, or written by another agent type.
+    """
+    filename = os.path.join(path, STATE_FILE)
+    if not os.path.isfile(filename):
+        raise RLGraphCheckpointError(f"no agent checkpoint in '{path}'", where=f"{agent_type}.load_model",
+                                     expected=f"a directory written by store_model (with {STATE_FILE})")
+    try:
+        with open(filename, "rb") as handle:
+            payload = pickle.load(handle)
+    except Exception as error:  # noqa: BLE001 - a damaged pickle raises many types.
+        raise RLGraphCheckpointError(f"cannot read '{filename}' ({type(error).__name__}: {error})",
+                                     where=f"{agent_type}.load_model") from error
+    if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
+        raise RLGraphCheckpointError(f"'{filename}' is not an rlgraph agent state", where=f"{agent_type}.load_model",
+                                     expected=f"format_version {FORMAT_VERSION}")
+    stored_type = payload["state"].get("agent_type")
+    if stored_type != agent_type:
+        raise RLGraphCheckpointError("the checkpoint was written by another agent type",
+                                     where=f"{agent_type}.load_model", expected=agent_type, received=stored_type)
+    return payload
+
+
+def restore_rng(payload: dict, executor: Any) -> None:
+    """Restores the random generator states when the checkpoint comes from the same backend."""
+    if payload.get("backend") == executor.backend:
+        executor.set_rng_state(payload["rng"])
+    else:
+        executor.set_rng_state({"numpy": payload["rng"]["numpy"], "backend": None})

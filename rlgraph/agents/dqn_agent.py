@@ -1,0 +1,222 @@
+"""`DQNAgent`: DQN with double Q, dueling heads, Huber loss, n-step returns and prioritized replay."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from rlgraph.agents.agent import Agent
+from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
+from rlgraph.components.component import Component
+from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
+from rlgraph.components.policies.dueling_policy import DuelingPolicy
+from rlgraph.components.policies.policy import Policy
+from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
+from rlgraph.utils.nest import map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+
+
+class DQNAgent(Agent):
+    """Deep Q-learning (Mnih et al. 2015, https://doi.org/10.1038/nature14236) with the usual extensions:
+    double Q (van Hasselt et al. 2015, https://arxiv.org/abs/1509.06461), dueling heads (Wang et al.
+    2016, https://arxiv.org/abs/1511.06581), Huber loss, n-step returns and prioritized replay
+    (Schaul et al. 2015, https://arxiv.org/abs/1511.05952).
+
+    The memory lives in the graph ("replay-memory", "prioritized-replay": sampling, the loss, the
+    optimizer step and the priority update are one executor call) or, for "mem-prioritized-replay",
+    in numpy next to the graph (as Ape-X workers use it). The target network is a frozen copy of
+    the policy, synced every `update_spec.sync_interval` env steps (hard, or soft with
+    `update_spec.sync_tau` < 1).
+
+    Args:
+        double_q: Double Q-learning targets.
+        dueling_q: Dueling Q-heads (a `DuelingPolicy`; `policy_spec` may set its stream sizes).
+        huber_loss: Huber instead of squared TD loss.
+        n_step: n-step returns (folded in by the observe buffers).
+        memory_spec: The memory spec (default {"type": "replay-memory", "capacity": 1000}).
+        store_last_memory_batch: Keep the last update's sampled batch in `last_memory_batch`.
+        store_last_q_table: Keep the last `get_action` call's states and Q-values in `last_q_table`.
+        **kwargs: `Agent` arguments.
+    """
+
+    def __init__(self, double_q: bool = True, dueling_q: bool = True, huber_loss: bool = False, n_step: int = 1,
+                 memory_spec: Optional[dict] = None, store_last_memory_batch: bool = False,
+                 store_last_q_table: bool = False, **kwargs):
+        self.double_q = bool(double_q)
+        self.dueling_q = bool(dueling_q)
+        self.huber_loss = bool(huber_loss)
+        if isinstance(n_step, bool) or not isinstance(n_step, int) or n_step < 1:
+            raise RLGraphSpecError("n_step must be an integer >= 1", where="DQNAgent(n_step)", received=repr(n_step))
+        self.n_step = n_step
+        self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 1000})
+        self.store_last_memory_batch = store_last_memory_batch
+        self.store_last_q_table = store_last_q_table
+        self.last_memory_batch = None
+        self.last_q_table = None
+        super().__init__(**kwargs)
+
+    def _n_step(self) -> int:
+        return self.n_step
+
+    # --- Construction ---------------------------------------------------------------------------
+    def _create_root(self) -> None:
+        for key, leaf in self.action_space.flatten().items():
+            if not isinstance(leaf, IntBox):
+                raise RLGraphSpecError("DQN needs discrete actions", where=f"{self.name}(action_space{key})",
+                                       expected="IntBox leaves", received=str(leaf))
+        policy = self._make_policy()
+        memory_spec = dict(self.memory_spec)
+        memory_type = str(memory_spec.get("type", "replay-memory")).replace("_", "-").lower()
+        self.python_memory = None
+        if memory_type in ("mem-prioritized-replay", "mem-prioritized"):
+            memory_spec.pop("type")
+            memory_spec.setdefault("seed", self.execution_spec["seed"])
+            self.python_memory = MemPrioritizedReplay(**memory_spec)
+            memory = None
+        else:
+            memory = Component.from_spec(memory_spec)
+        optimizer = Component.from_spec(self.optimizer_spec)
+        self.root_component = DQNCore(
+            policy=policy, preprocessing_spec=self.preprocessing_spec, exploration_spec=self.exploration_spec,
+            memory=memory, optimizer=optimizer, discount=self.discount, double_q=self.double_q,
+            huber_loss=self.huber_loss, n_step=self.n_step, sync_tau=self.update_spec["sync_tau"],
+            action_keys=action_leaf_keys(self.action_space), scope=self.name)
+        self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
+            self.state_space.with_batch_rank()).strip_ranks()
+        batch = dict(add_batch_rank=True)
+        # Copies: a container sets the ranks of the spaces it is given.
+        self.root_component.record_space = Dict(
+            states=self.preprocessed_state_space.strip_ranks(), actions=self.action_space.strip_ranks(),
+            rewards=FloatBox(), next_states=self.preprocessed_state_space.strip_ranks(), terminals=BoolBox(),
+            add_batch_rank=True)
+        self.input_spaces = dict(
+            states=self.state_space.with_batch_rank(),
+            preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
+            next_states=self.preprocessed_state_space.with_batch_rank(),
+            actions=self.action_space.with_batch_rank(), rewards=FloatBox(**batch), terminals=BoolBox(**batch),
+            importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool,
+            batch_size=IntBox(1, 2 ** 31 - 1, dtype="int64"))
+        if memory is not None and self.root_component.prioritized:
+            self.input_spaces.update(indices=IntBox(memory.capacity, **batch), priorities=FloatBox(**batch))
+
+    def _make_policy(self) -> Policy:
+        spec = dict(self.policy_spec)
+        if self.network_spec is None and "network_spec" not in spec:
+            raise RLGraphSpecError("no network_spec", where=f"{self.name}(network_spec)",
+                                   hint='give e.g. [{"type": "dense", "units": 64, "activation": "relu"}].')
+        spec.setdefault("network_spec", self.network_spec)
+        spec.setdefault("action_space", self.action_space)
+        if self.action_adapter_spec is not None:
+            spec.setdefault("action_adapter_spec", self.action_adapter_spec)
+        spec.setdefault("max_likelihood", True)
+        policy_type = spec.pop("type", "dueling-policy" if self.dueling_q else "policy")
+        spec.setdefault("scope", "policy")
+        return Policy.from_spec(dict(spec, type=policy_type))
+
+    def build(self, build_options: Optional[dict] = None) -> Any:
+        stats = super().build(build_options)
+        self.graph_executor.execute("sync_target_qnet")  # The target starts as a copy of the policy.
+        return stats
+
+    # --- Observing ------------------------------------------------------------------------------
+    def _observe_graph(self, preprocessed_states, actions, rewards, next_states, terminals) -> None:
+        if self.python_memory is not None:
+            self.python_memory.insert_records(dict(states=preprocessed_states, actions=actions, rewards=rewards,
+                                                   next_states=next_states, terminals=terminals))
+            return
+        self._executor().execute(("insert_records", [preprocessed_states, actions, rewards, next_states, terminals]))
+
+    # --- Acting ---------------------------------------------------------------------------------
+    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
+                   apply_preprocessing: bool = True, extra_returns: Any = None,
+                   time_percentage: Optional[float] = None) -> Any:
+        out = super().get_action(states, internals, use_exploration, apply_preprocessing, extra_returns,
+                                 time_percentage)
+        if self.store_last_q_table:
+            preprocessed = self.preprocess_states(states) if apply_preprocessing else states
+            batch, _ = self._batch(preprocessed, self.preprocessed_state_space)
+            self.last_q_table = {"states": batch, "q_values": self.get_q_values(batch, apply_preprocessing=False)}
+        return out
+
+    def get_q_values(self, states: Any, apply_preprocessing: bool = True) -> Any:
+        """Q(s, .) for one state or a batch [B, num_actions] (nested for container actions)."""
+        if apply_preprocessing:
+            states = self.preprocess_states(states)
+        batch, single = self._batch(states, self.preprocessed_state_space)
+        q = self._executor().execute(("get_q_values", [batch]))
+        return map_structure(lambda x: x[0], q) if single else q
+
+    # --- Updating -------------------------------------------------------------------------------
+    def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
+        """One gradient step; syncs the target network when `sync_interval` env steps have passed.
+
+        Args:
+            batch: None (sample from the memory) or a dict with "states" (preprocessed),
+                "actions", "rewards", "terminals", "next_states" and optionally
+                "importance_weights" (batched).
+            time_percentage: Overrides `time_percentage()` (learning-rate schedules).
+
+        Returns:
+            (loss, loss_per_item) as numpy.
+        """
+        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        executor = self._executor()
+        if self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]:
+            executor.execute("sync_target_qnet")
+            self.last_sync_timestep = self.timesteps
+        if batch is None and self.python_memory is None:
+            if self.store_last_memory_batch:
+                raise RLGraphError("store_last_memory_batch needs a python-side memory",
+                                   where=f"{self.name}.update", hint='use memory_spec type "mem-prioritized-replay".')
+            loss, loss_per_item = executor.execute(("update_from_memory", [np.int64(self.update_spec["batch_size"]),
+                                                                           tp]))
+        else:
+            indices = None
+            if batch is None:
+                records, indices, weights = self.python_memory.get_records(self.update_spec["batch_size"])
+                batch = dict(records, importance_weights=weights)
+                if self.store_last_memory_batch:
+                    self.last_memory_batch = batch
+            loss, loss_per_item, td = executor.execute(("update_from_external_batch", self._batch_args(batch) + [tp]))
+            if indices is not None:
+                self.python_memory.update_records(indices, td)
+        self.num_updates += 1
+        return loss, loss_per_item
+
+    def _batch_args(self, batch: dict) -> list:
+        missing = [k for k in ("states", "actions", "rewards", "terminals", "next_states") if k not in batch]
+        if missing:
+            raise RLGraphError(f"the update batch lacks {missing}", where=f"{self.name}.update",
+                               expected=["states", "actions", "rewards", "terminals", "next_states",
+                                         "(importance_weights)"], received=sorted(batch))
+        rewards = np.asarray(batch["rewards"], np.float32)
+        weights = batch.get("importance_weights")
+        weights = np.ones_like(rewards) if weights is None else np.asarray(weights, np.float32)
+        return [batch["states"], batch["actions"], rewards, np.asarray(batch["terminals"], bool),
+                batch["next_states"], weights]
+
+    def memory_size(self) -> int:
+        """The number of transitions in the memory."""
+        if self.python_memory is not None:
+            return self.python_memory.get_size()
+        return int(self._executor().execute("get_memory_size"))
+
+    def get_td_loss(self, batch: dict) -> tuple:
+        """(loss, loss_per_item, td_errors) of a batch (as for `update`) without updating."""
+        return self._executor().execute(("get_td_loss", self._batch_args(batch)))
+
+    def reset(self) -> None:
+        if self.root_component.preprocessor.is_stateful:
+            self._executor().execute("reset_preprocessor")
+
+    # --- Checkpoints ----------------------------------------------------------------------------
+    def _python_state(self) -> dict:
+        state = super()._python_state()
+        if self.python_memory is not None:
+            state["python_memory"] = self.python_memory
+        return state
+
+    def _set_python_state(self, state: dict) -> None:
+        super()._set_python_state(state)
+        if self.python_memory is not None and "python_memory" in state:
+            self.python_memory = state["python_memory"]

@@ -1,0 +1,96 @@
+"""Per-environment observation buffers for `Agent.observe`, with n-step return folding."""
+from __future__ import annotations
+
+from typing import Any, Dict, Hashable, List, Optional
+
+import numpy as np
+
+from rlgraph.utils.nest import map_structure
+
+# One transition: (preprocessed_state, action, reward, next_state, terminal).
+Transition = tuple
+
+
+class ObserveBuffers:
+    """Collects transitions per `env_id` and hands them out in order, as n-step transitions.
+
+    A buffer is flushed when its episode ends (terminal or truncated) or when it holds
+    `buffer_size` transitions. With `n_step` n > 1 transition i becomes
+
+        (s_i, a_i, r_i + g r_{i+1} + ... + g^(n-1) r_{i+n-1}, s_{i+n}, d_{i+n-1})
+
+    with fewer rewards if the episode terminates earlier (the bootstrap is then cut by the
+    terminal flag, so the discount exponent of the loss, g^n, is not used). The last n - 1
+    transitions of a buffer that is flushed because it is full wait for the rewards that follow.
+    When an episode is truncated (a time limit, not a terminal state) its last n - 1
+    transitions are dropped: their bootstrap would need g^k with k < n.
+
+    Args:
+        buffer_size: Transitions per env_id before a flush (>= n_step).
+        n_step: n of the n-step returns.
+        discount: gamma.
+    """
+
+    def __init__(self, buffer_size: int, n_step: int = 1, discount: float = 0.99):
+        self.buffer_size = max(int(buffer_size), int(n_step))
+        self.n_step = int(n_step)
+        self.discount = float(discount)
+        self.buffers: Dict[Hashable, List[Transition]] = {}
+
+    def add(self, env_id: Hashable, transitions: List[Transition], episode_end: bool = False) -> List[Transition]:
+        """Appends `transitions` (in time order) for `env_id`.
+
+        Args:
+            env_id: The environment the transitions come from.
+            transitions: New transitions; a terminal may only be the last one.
+            episode_end: Whether the episode ends after the last transition (terminal or truncated).
+
+        Returns:
+            The transitions ready for the memory (possibly none).
+        """
+        buffer = self.buffers.setdefault(env_id, [])
+        buffer.extend(transitions)
+        if episode_end or transitions and transitions[-1][4]:
+            return self._flush(env_id, episode_over=True)
+        if len(buffer) >= self.buffer_size:
+            return self._flush(env_id, episode_over=False)
+        return []
+
+    def _flush(self, env_id: Hashable, episode_over: bool) -> List[Transition]:
+        buffer = self.buffers[env_id]
+        if self.n_step == 1:
+            self.buffers[env_id] = []
+            return buffer
+        ready, n, count = [], self.n_step, len(buffer)
+        terminal = bool(buffer[-1][4]) if buffer else False
+        for i in range(count):
+            end = min(i + n, count)
+            if end - i < n and not (episode_over and terminal):
+                break  # Needs rewards that have not come in yet (or, when truncated, is dropped).
+            rewards = np.array([t[2] for t in buffer[i:end]], dtype=np.float64)
+            n_step_return = float(np.sum(rewards * self.discount ** np.arange(end - i)))
+            last = buffer[end - 1]
+            ready.append((buffer[i][0], buffer[i][1], n_step_return, last[3], last[4]))
+        self.buffers[env_id] = [] if episode_over else buffer[len(ready):]
+        return ready
+
+    def reset(self, env_id: Optional[Hashable] = None) -> None:
+        """Drops the pending transitions of `env_id` (None: of every env)."""
+        if env_id is None:
+            self.buffers.clear()
+        else:
+            self.buffers.pop(env_id, None)
+
+    def pending(self) -> int:
+        """The number of buffered transitions over all envs."""
+        return sum(len(b) for b in self.buffers.values())
+
+
+def stack_transitions(transitions: List[Transition]) -> tuple:
+    """Stacks transitions into batched (states, actions, rewards, next_states, terminals) arrays."""
+    states = map_structure(lambda *xs: np.stack(xs), *[t[0] for t in transitions])
+    actions = map_structure(lambda *xs: np.stack(xs), *[t[1] for t in transitions])
+    next_states = map_structure(lambda *xs: np.stack(xs), *[t[3] for t in transitions])
+    rewards = np.array([t[2] for t in transitions], dtype=np.float32)
+    terminals = np.array([t[4] for t in transitions], dtype=bool)
+    return states, actions, rewards, next_states, terminals

@@ -1,0 +1,233 @@
+"""`SingleThreadedWorker`: runs an agent on a vector of environments in this process."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from rlgraph.execution.hooks import Hook, StepData
+from rlgraph.utils.nest import map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphError
+
+
+class SingleThreadedWorker:
+    """Steps `num_environments` environments with one agent: batched actions, per-env observes,
+    updates as the agent's `update_spec` says.
+
+    Each worker step asks the agent for the actions of all envs in one call
+    (`get_action(states, extra_returns="preprocessed_states")`), steps every env, and observes
+    each env's transition with `env_id` = its index. A transition's next state is the
+    *preprocessed* state that the next `get_action` call returns, so the agent's preprocessor
+    runs once per state; when an episode is truncated (time limit) the final state is
+    preprocessed with `agent.preprocess_states` so that the bootstrap sees it. Finished envs are
+    reset right away.
+
+    Updates: after `update_spec.steps_before_update` observed env steps, every
+    `update_interval` env steps the worker calls `agent.update()` `update_steps` times.
+
+    Args:
+        agent: The agent.
+        env_spec: An environment spec, an `Environment`, a callable making one, or a `VectorEnv`.
+        num_environments: Number of envs stepped together (ignored for a `VectorEnv`).
+        hooks: Callables hook(agent, StepData) run after each step of each env (see
+            `rlgraph.execution.hooks`); `Hook` objects also get `on_episode_end`.
+        seed: Seed of the envs (env i gets seed + i).
+        worker_executes_exploration: Whether actions explore (default True; `execute_*` can override).
+    """
+
+    def __init__(self, agent: Any, env_spec: Any, num_environments: int = 1, hooks: Optional[List[Callable]] = None,
+                 seed: Optional[int] = None, worker_executes_exploration: bool = True):
+        from rlgraph.environments import VectorEnv, SequentialVectorEnv
+        self.agent = agent
+        if isinstance(env_spec, VectorEnv):
+            self.vector_env = env_spec
+        else:
+            self.vector_env = SequentialVectorEnv(num_environments=num_environments, env_spec=env_spec, seed=seed)
+        self.num_environments = self.vector_env.num_environments
+        self.env_ids = list(range(self.num_environments))
+        self.hooks = list(hooks or [])
+        self.use_exploration = worker_executes_exploration
+        self.total_steps = 0
+        self.total_episodes = 0
+        self.last_update_timestep = None
+        self._states = None
+        self._pending = None
+        self._episode_returns = np.zeros(self.num_environments)
+        self._episode_lengths = np.zeros(self.num_environments, dtype=np.int64)
+
+    # --- Public API -----------------------------------------------------------------------------
+    def execute_timesteps(self, num_timesteps: int, max_timesteps_per_episode: int = 0, use_exploration: bool = None,
+                          learn: bool = True, reset: bool = True) -> Dict[str, Any]:
+        """Runs `num_timesteps` env steps (over all envs together).
+
+        Args:
+            num_timesteps: Env steps to run (rounded up to a multiple of num_environments).
+            max_timesteps_per_episode: Truncate episodes after this many steps (0: no limit).
+            use_exploration: Explore (default: the worker's setting).
+            learn: Observe transitions and update (False: just act, e.g. to evaluate).
+            reset: Start new episodes (False: continue where the last call stopped).
+
+        Returns:
+            Statistics (see `_stats`).
+        """
+        if self.agent.max_timesteps is None and learn:
+            self.agent.max_timesteps = num_timesteps  # Schedules run over this call.
+        return self._run(lambda steps, episodes: steps >= num_timesteps, max_timesteps_per_episode,
+                         use_exploration, learn, reset)
+
+    def execute_episodes(self, num_episodes: int, max_timesteps_per_episode: int = 0, use_exploration: bool = None,
+                         learn: bool = True, reset: bool = True) -> Dict[str, Any]:
+        """Runs until `num_episodes` episodes have finished (episodes finishing after that in other
+        envs are not counted). Arguments as in `execute_timesteps`."""
+        return self._run(lambda steps, episodes: episodes >= num_episodes, max_timesteps_per_episode,
+                         use_exploration, learn, reset, max_episodes=num_episodes)
+
+    def evaluate(self, num_episodes: int, max_timesteps_per_episode: int = 0) -> Dict[str, Any]:
+        """Greedy episodes without learning (fresh episodes; the training episodes are not touched
+        when the worker has its own env)."""
+        return self.execute_episodes(num_episodes, max_timesteps_per_episode, use_exploration=False, learn=False)
+
+    def terminate(self) -> None:
+        self.vector_env.terminate()
+
+    # --- Loop -----------------------------------------------------------------------------------
+    def _reset_all(self) -> None:
+        self._states = self.vector_env.reset_all()
+        self._pending = None
+        self._episode_returns[:] = 0.0
+        self._episode_lengths[:] = 0
+        self.agent.reset()
+
+    def _run(self, done_fn: Callable[[int, int], bool], max_len: int, use_exploration: Optional[bool], learn: bool,
+             reset: bool, max_episodes: Optional[int] = None) -> Dict[str, Any]:
+        agent, env = self.agent, self.vector_env
+        explore = self.use_exploration if use_exploration is None else bool(use_exploration)
+        if reset or self._states is None:
+            self._reset_all()
+        update_spec = agent.update_spec
+        if self.last_update_timestep is None:
+            self.last_update_timestep = agent.timesteps
+        steps = episodes = 0
+        returns, lengths, ends, losses = [], [], [], []
+        start = time.perf_counter()
+        act_time = env_time = update_time = 0.0
+        while not done_fn(steps, episodes):
+            t0 = time.perf_counter()
+            actions, preprocessed = agent.get_action(self._states, use_exploration=explore,
+                                                     extra_returns="preprocessed_states")
+            t1 = time.perf_counter()
+            if learn and self._pending is not None:
+                self._observe_pending(preprocessed)
+            next_states, rewards, terminals, infos = env.step(actions)
+            t2 = time.perf_counter()
+            act_time += t1 - t0
+            env_time += t2 - t1
+            steps += self.num_environments
+            self.total_steps += self.num_environments
+            self._episode_returns += rewards
+            self._episode_lengths += 1
+            done = np.asarray(terminals, dtype=bool).copy()
+            if max_len:
+                done |= self._episode_lengths >= max_len
+            if self.hooks:
+                self._run_hooks(actions, rewards, next_states, done, explore)
+            for i in np.flatnonzero(done):
+                if learn:
+                    self._observe_last(i, preprocessed, actions, rewards, next_states, terminals[i], infos[i])
+                if max_episodes is None or episodes < max_episodes:
+                    returns.append(float(self._episode_returns[i]))
+                    lengths.append(int(self._episode_lengths[i]))
+                    ends.append(self.total_steps)
+                    episodes += 1
+                self.total_episodes += 1
+                self._episode_returns[i] = 0.0
+                self._episode_lengths[i] = 0
+                next_states = _set_row(next_states, i, env.reset(i))
+                if self.num_environments == 1:
+                    agent.reset()
+            self._pending = (preprocessed, actions, rewards, ~done) if learn else None
+            self._states = next_states
+            if learn and update_spec["do_updates"]:
+                t3 = time.perf_counter()
+                losses.extend(self._maybe_update())
+                update_time += time.perf_counter() - t3
+        runtime = time.perf_counter() - start
+        stats = self._stats(steps, episodes, returns, lengths, losses, runtime, act_time, env_time, update_time)
+        stats["episode_end_steps"] = ends
+        return stats
+
+    def _observe_pending(self, next_preprocessed: Any) -> None:
+        preprocessed, actions, rewards, alive = self._pending
+        for i in np.flatnonzero(alive):
+            self.agent.observe(_row(preprocessed, i), _row(actions, i), None, rewards[i], _row(next_preprocessed, i),
+                               False, env_id=self.env_ids[i])
+        self._pending = None
+
+    def _observe_last(self, i: int, preprocessed: Any, actions: Any, rewards: np.ndarray, next_states: Any,
+                      terminal: bool, info: Any) -> None:
+        truncated = not (terminal and not (info or {}).get("truncated", False))
+        if truncated:
+            # The bootstrap needs the final state: preprocess it now.
+            final = self.agent.preprocess_states(_row(next_states, i))
+        else:
+            final = _row(preprocessed, i)  # Not read: terminal transitions do not bootstrap.
+        self.agent.observe(_row(preprocessed, i), _row(actions, i), None, rewards[i], final, not truncated,
+                           env_id=self.env_ids[i], truncated=truncated)
+
+    def _maybe_update(self) -> List[float]:
+        agent, spec = self.agent, self.agent.update_spec
+        if agent.timesteps < spec["steps_before_update"]:
+            self.last_update_timestep = agent.timesteps
+            return []
+        if agent.timesteps - self.last_update_timestep < spec["update_interval"]:
+            return []
+        self.last_update_timestep = agent.timesteps
+        losses = []
+        for _ in range(spec["update_steps"]):
+            out = agent.update()
+            losses.append(float(out[0] if isinstance(out, (tuple, list)) else out))
+        return losses
+
+    def _run_hooks(self, actions, rewards, next_states, done, explore) -> None:
+        for i in range(self.num_environments):
+            data = StepData(step=self.total_steps - self.num_environments + i + 1,
+                            episode=self.total_episodes + 1, episode_step=int(self._episode_lengths[i]),
+                            env_id=self.env_ids[i], observation=_row(self._states, i), action=_row(actions, i),
+                            reward=float(rewards[i]), observation_1=_row(next_states, i), done=bool(done[i]),
+                            episode_reward=float(self._episode_returns[i]), training=explore)
+            for hook in self.hooks:
+                hook(self.agent, data)
+                if done[i] and isinstance(hook, Hook):
+                    hook.on_episode_end(self.agent, data)
+
+    def _stats(self, steps, episodes, returns, lengths, losses, runtime, act_time, env_time, update_time) -> dict:
+        """Statistics of one `execute_*` call."""
+        def mean(values):
+            return float(np.mean(values)) if values else float("nan")
+        return {
+            "timesteps_executed": steps, "episodes_executed": episodes, "runtime": runtime,
+            "env_frames_per_second": steps / runtime if runtime > 0 else float("nan"),
+            "episode_returns": returns, "episode_lengths": lengths,
+            "mean_episode_return": mean(returns), "max_episode_return": max(returns) if returns else float("nan"),
+            "min_episode_return": min(returns) if returns else float("nan"),
+            "final_episode_return": returns[-1] if returns else float("nan"),
+            "mean_episode_length": mean(lengths), "num_updates": len(losses), "mean_loss": mean(losses),
+            "losses": losses, "act_time": act_time, "env_time": env_time, "update_time": update_time,
+            "total_timesteps": self.total_steps, "agent_timesteps": self.agent.timesteps,
+        }
+
+
+def _row(batch: Any, i: int) -> Any:
+    return map_structure(lambda x: x[i], batch)
+
+
+def _set_row(batch: Any, i: int, value: Any) -> Any:
+    def assign(x, v):
+        x[i] = v
+        return x
+    try:
+        return map_structure(assign, batch, value)
+    except (TypeError, ValueError) as error:
+        raise RLGraphError("a reset state does not fit the batch of states", where="SingleThreadedWorker",
+                           received=str(error)) from error

@@ -1,0 +1,240 @@
+"""`train`: the training run behind `rlgraph train` (and the learning tests).
+
+A config file holds the agent spec plus two run sections that `Agent.from_spec` ignores:
+
+- "environment_spec": the environment (e.g. {"type": "openai-gym", "gym_env": "CartPole-v1"});
+- "training_spec": see `TRAINING_SPEC_DEFAULTS`.
+
+A run writes into `output_dir`: config.json (the resolved config), episodes.csv (every training
+episode), evaluations.csv, TensorBoard event files, checkpoints/ (every `checkpoint_interval`
+steps and "final"), and learning_curve.png.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import time
+from typing import Any, Dict, Iterable, Optional
+
+from rlgraph.agents.specs import check_spec
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+from rlgraph.utils.specifiable import load_spec_file
+
+TRAINING_SPEC_DEFAULTS: Dict[str, Any] = {
+    "num_timesteps": 50000,          # env steps to train
+    "num_environments": 1,           # envs stepped together by the worker
+    "max_timesteps_per_episode": 0,  # 0: the env's own limit
+    "evaluation_interval": 5000,     # env steps between greedy evaluations (0: none)
+    "evaluation_episodes": 5,
+    "stop_at_return": None,          # stop once an evaluation's mean return reaches this
+    "checkpoint_interval": 0,        # env steps between checkpoints (0: only the final one)
+    "log_interval": 1000,            # env steps per progress/log chunk
+}
+
+
+def apply_overrides(config: dict, overrides: Iterable[str]) -> dict:
+    """`config` with "key.path=value" overrides applied (values parsed as JSON where possible).
+
+    Raises:
+        RLGraphSpecError: For an override without "=" or a path through a non-dict.
+    """
+    config = copy.deepcopy(config)
+    for item in overrides or ():
+        if "=" not in item:
+            raise RLGraphSpecError("an override must look like key.path=value", where="--set", received=item)
+        path, text = item.split("=", 1)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        node = config
+        keys = path.strip().split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                raise RLGraphSpecError(f"cannot set '{path}': '{key}' is not a dict", where="--set", received=item)
+        node[keys[-1]] = value
+    return config
+
+
+def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
+                   seed: Optional[int] = None, overrides: Iterable[str] = ()) -> dict:
+    """The run's full config: file or dict, then the overrides, then the explicit arguments."""
+    config = load_spec_file(config) if isinstance(config, str) else copy.deepcopy(dict(config))
+    config = apply_overrides(config, overrides)
+    if env is not None:
+        config["environment_spec"] = {"type": "openai-gym", "gym_env": env} if isinstance(env, str) else env
+    if "environment_spec" not in config:
+        raise RLGraphSpecError("no environment", where="train", hint="give --env ID or an environment_spec section.")
+    training = dict(config.get("training_spec") or {})
+    if num_timesteps is not None:
+        training["num_timesteps"] = int(num_timesteps)
+    config["training_spec"] = check_spec(training, TRAINING_SPEC_DEFAULTS, "training_spec", "train")
+    if backend is not None:
+        config["backend"] = backend
+    if seed is not None:
+        config.setdefault("execution_spec", {})["seed"] = int(seed)
+    execution = config.setdefault("execution_spec", {})
+    execution.setdefault("max_timesteps", config["training_spec"]["num_timesteps"])
+    return config
+
+
+def make_agent_and_env(config: dict, env_seed: Optional[int] = None):
+    """(agent, environment spec) for a resolved config."""
+    from rlgraph.agents import Agent
+    from rlgraph.environments import Environment
+    env_spec = config["environment_spec"]
+    probe = Environment.from_spec(env_spec)
+    state_space, action_space = probe.state_space, probe.action_space
+    probe.terminate()
+    agent_spec = {k: v for k, v in config.items() if k not in ("environment_spec", "training_spec")}
+    agent = Agent.from_spec(agent_spec, state_space=state_space, action_space=action_space)
+    return agent, env_spec
+
+
+def train(config: Any, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
+          seed: Optional[int] = None, overrides: Iterable[str] = (), output_dir: Optional[str] = None,
+          progress: bool = True) -> Dict[str, Any]:
+    """Trains an agent as its config says; see the module docstring for what is written.
+
+    Args:
+        config: A config file path or dict (agent spec + environment_spec + training_spec).
+        env: An environment id or spec replacing the config's environment_spec.
+        backend: "tf" or "pytorch" (default: the config's, else rlgraph's default).
+        num_timesteps: Replaces training_spec.num_timesteps.
+        seed: Seeds the agent (execution_spec.seed) and the environments.
+        overrides: "key.path=value" strings applied to the config first.
+        output_dir: Where to write logs and checkpoints (None: nothing is written).
+        progress: Show a tqdm progress bar.
+
+    Returns:
+        A summary: solved, solved_at_step, evaluations [(step, mean return)], best_evaluation,
+        timesteps, episodes, wall_time, env_frames_per_second, output files.
+    """
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+    spec = config["training_spec"]
+    seed = config["execution_spec"].get("seed")
+    start = time.perf_counter()
+    agent, env_spec = make_agent_and_env(config)
+    worker = SingleThreadedWorker(agent, env_spec, num_environments=spec["num_environments"], seed=seed)
+    evaluator = None
+    if spec["evaluation_interval"]:
+        evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
+                                         seed=None if seed is None else seed + 10_000)
+    logs = _RunLogs(output_dir, config) if output_dir else None
+    bar = _progress_bar(spec["num_timesteps"], progress)
+    evaluations, steps, episodes, solved_at = [], 0, 0, None
+    next_eval = spec["evaluation_interval"] or math.inf
+    next_checkpoint = spec["checkpoint_interval"] or math.inf
+    last_return = float("nan")
+    try:
+        while steps < spec["num_timesteps"]:
+            chunk = min(spec["log_interval"], spec["num_timesteps"] - steps, max(1, next_eval - steps),
+                        max(1, next_checkpoint - steps))
+            stats = worker.execute_timesteps(chunk, spec["max_timesteps_per_episode"], reset=steps == 0)
+            steps += stats["timesteps_executed"]
+            episodes += stats["episodes_executed"]
+            if stats["episode_returns"]:
+                last_return = stats["episode_returns"][-1]
+            if logs:
+                logs.log_chunk(stats, agent)
+            if steps >= next_eval:
+                next_eval += spec["evaluation_interval"]
+                result = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
+                evaluations.append((steps, result["mean_episode_return"]))
+                if logs:
+                    logs.log_evaluation(steps, result)
+                target = spec["stop_at_return"]
+                if target is not None and result["mean_episode_return"] >= target:
+                    solved_at = steps
+            if logs and steps >= next_checkpoint:
+                next_checkpoint += spec["checkpoint_interval"]
+                logs.checkpoint(agent, f"step-{steps}")
+            if bar is not None:
+                bar.update(stats["timesteps_executed"])
+                bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}",
+                                eval=f"{evaluations[-1][1]:.1f}" if evaluations else "-")
+            if solved_at is not None:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {
+        "solved": solved_at is not None, "solved_at_step": solved_at, "evaluations": evaluations,
+        "best_evaluation": max((e[1] for e in evaluations), default=float("nan")), "timesteps": steps,
+        "episodes": episodes, "wall_time": time.perf_counter() - start, "backend": agent.backend,
+        "agent_timesteps": agent.timesteps, "num_updates": agent.num_updates,
+    }
+    summary["env_frames_per_second"] = steps / summary["wall_time"]
+    if logs:
+        summary.update(logs.finish(agent))
+    worker.terminate()
+    if evaluator is not None:
+        evaluator.terminate()
+    agent.terminate()
+    return summary
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="step", dynamic_ncols=True)
+
+
+class _RunLogs:
+    """The files of a run: config.json, CSVs, TensorBoard events, checkpoints, the PNG curve."""
+
+    def __init__(self, output_dir: str, config: dict):
+        from rlgraph.utils.run_logs import CSVLogger
+        from rlgraph.utils.tensorboard import TensorBoardWriter
+        self.output_dir = output_dir
+        os.makedirs(output_dir, exist_ok=True)
+        self.config = config
+        with open(os.path.join(output_dir, "config.json"), "w") as handle:
+            json.dump(config, handle, indent=2, default=str)
+        self.episodes = CSVLogger(os.path.join(output_dir, "episodes.csv"), ["step", "episode", "return", "length"])
+        self.evaluations = CSVLogger(os.path.join(output_dir, "evaluations.csv"),
+                                     ["step", "mean_return", "min_return", "max_return"])
+        self.tensorboard = TensorBoardWriter(os.path.join(output_dir, "tensorboard"))
+        self.curve_steps, self.curve_returns, self.episode_count = [], [], 0
+
+    def log_chunk(self, stats: dict, agent: Any) -> None:
+        for step, ret, length in zip(stats["episode_end_steps"], stats["episode_returns"], stats["episode_lengths"]):
+            self.episode_count += 1
+            self.episodes.log({"step": step, "episode": self.episode_count, "return": ret, "length": length})
+            self.tensorboard.add_scalar("train/episode_return", ret, step)
+            self.curve_steps.append(step)
+            self.curve_returns.append(ret)
+        step = stats["total_timesteps"]
+        if stats["num_updates"]:
+            self.tensorboard.add_scalar("train/loss", stats["mean_loss"], step)
+        self.tensorboard.add_scalar("train/env_frames_per_second", stats["env_frames_per_second"], step)
+        self.tensorboard.add_scalar("train/time_percentage", agent.time_percentage(), step)
+        self.tensorboard.flush()
+
+    def log_evaluation(self, step: int, result: dict) -> None:
+        self.evaluations.log({"step": step, "mean_return": result["mean_episode_return"],
+                              "min_return": result["min_episode_return"], "max_return": result["max_episode_return"]})
+        self.tensorboard.add_scalar("eval/mean_return", result["mean_episode_return"], step)
+
+    def checkpoint(self, agent: Any, name: str) -> str:
+        path = agent.store_model(os.path.join(self.output_dir, "checkpoints", name), add_timestep=False)
+        with open(os.path.join(path, "config.json"), "w") as handle:
+            json.dump(self.config, handle, indent=2, default=str)
+        return path
+
+    def finish(self, agent: Any) -> Dict[str, str]:
+        from rlgraph.utils.run_logs import plot_learning_curve
+        checkpoint = self.checkpoint(agent, "final")
+        self.tensorboard.close()
+        self.episodes.close()
+        self.evaluations.close()
+        curve = os.path.join(self.output_dir, "learning_curve.png")
+        env = self.config["environment_spec"]
+        title = f"{self.config.get('type', 'agent')} on {env.get('gym_env', env.get('type')) if isinstance(env, dict) else env}"
+        plot_learning_curve(self.curve_steps, self.curve_returns, curve, title=title)
+        return {"output_dir": self.output_dir, "checkpoint": checkpoint, "learning_curve": curve}
