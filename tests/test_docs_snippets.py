@@ -48,3 +48,15 @@ def test_policies_doc_snippet_runs(backend):
     namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(POLICIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
     assert set(namespace["chosen"]) == {"aim", "move"}
+
+
+AGENTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"
+
+
+def test_agents_doc_snippets_run(backend):
+    blocks = re.findall(r"```python\n(.*?)```", AGENTS_DOC.read_text(), flags=re.S)
+    assert len(blocks) == 3
+    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(code, str(AGENTS_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert namespace["stats"]["timesteps_executed"] == 200
