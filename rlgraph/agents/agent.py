@@ -14,7 +14,7 @@ from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS
                                   SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_positive_int, check_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.spaces import Space
-from rlgraph.utils.nest import flatten_op, map_structure
+from rlgraph.utils.nest import add_batch_rank, batch_row, first_row, flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable, load_spec_file
 
@@ -99,6 +99,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.buffers = ObserveBuffers(self.observe_spec["buffer_size"] if self.observe_spec["buffer_enabled"] else 1,
                                       n_step=self._n_step(), discount=self.discount)
         self._warned_time = False
+        self._leaf_ranks: Dict[int, int] = {}  # id(space) -> rank of its first leaf (see `_batch`).
         self.root_component = None
         self.input_spaces: Dict[str, Any] = {}
         self.graph_executor = None
@@ -146,8 +147,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             raise RLGraphError("the agent is already built", where=self.name)
         from rlgraph.graphs import GraphBuilder, GraphExecutor
         builder = GraphBuilder(action_space=self.action_space, **dict(build_options or {}))
-        executor_spec = {k: v for k, v in self.execution_spec.items() if k in ("seed", "torch_num_threads", "tf_num_threads")
-                         and v is not None}
+        executor_keys = ("seed", "torch_num_threads", "tf_num_threads")
+        executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)
         self.build_stats = self.graph_executor.build([self.root_component], self.input_spaces)
@@ -172,12 +173,14 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
     # --- Acting ---------------------------------------------------------------------------------
     def _batch(self, states: Any, space: Space) -> Tuple[Any, bool]:
         """(states with a batch rank, whether a single state was given)."""
-        first_leaf = next(iter(flatten_op(states).values())) if isinstance(states, (dict, tuple)) else states
-        first_space = next(iter(space.flatten().values()))
-        single = np.ndim(first_leaf) == len(first_space.shape)
-        if single:
-            states = map_structure(lambda s: np.asarray(s)[None], states)
-        return states, single
+        rank = self._leaf_ranks.get(id(space))
+        if rank is None:
+            rank = self._leaf_ranks[id(space)] = len(next(iter(space.flatten().values())).shape)
+        if isinstance(states, (dict, tuple)):
+            single = np.ndim(next(iter(flatten_op(states).values()))) == rank
+            return (add_batch_rank(states) if single else states), single
+        single = np.ndim(states) == rank
+        return (add_batch_rank(states) if single else states), single
 
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
                    apply_preprocessing: bool = True, extra_returns: Any = None,
@@ -203,8 +206,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
         preprocessed, actions = self._executor().execute((api, [batch, np.float32(tp), bool(use_exploration)]))
         if single:
-            actions = map_structure(lambda a: a[0], actions)
-            preprocessed = map_structure(lambda s: s[0], preprocessed)
+            actions, preprocessed = first_row(actions), first_row(preprocessed)
         if not extras:
             return actions
         return actions, preprocessed
@@ -223,7 +225,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """The states after the agent's preprocessor (identity without one); single or batched."""
         batch, single = self._batch(states, self.state_space)
         out = self._executor().execute(("get_preprocessed_states", [batch]))
-        return map_structure(lambda s: s[0], out) if single else out
+        return first_row(out) if single else out
 
     # --- Observing ------------------------------------------------------------------------------
     def observe(self, preprocessed_states: Any, actions: Any, internals: Any, rewards: Any, next_states: Any,
@@ -246,8 +248,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """
         states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
         if single:
-            actions = map_structure(lambda a: np.asarray(a)[None], actions)
-            next_states = map_structure(lambda s: np.asarray(s)[None], next_states)
+            actions, next_states = add_batch_rank(actions), add_batch_rank(next_states)
         rewards = np.atleast_1d(np.asarray(rewards, dtype=np.float32))
         terminals = np.atleast_1d(np.asarray(terminals, dtype=bool))
         count = len(rewards)
@@ -258,9 +259,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         if not self.observe_spec["buffer_enabled"]:
             self._observe_graph(states, actions, rewards, next_states, terminals)
             return
-        rows = [(map_structure(lambda x, i=i: x[i], states), map_structure(lambda x, i=i: x[i], actions),
-                 float(rewards[i]), map_structure(lambda x, i=i: x[i], next_states), bool(terminals[i]))
-                for i in range(count)]
+        rows = [(batch_row(states, i), batch_row(actions, i), float(rewards[i]), batch_row(next_states, i),
+                 bool(terminals[i])) for i in range(count)]
         # A batch may span several episodes: hand it over episode by episode.
         start = 0
         for i in range(count):
@@ -400,3 +400,4 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r}, "
                 f"state_space={self.state_space}, action_space={self.action_space})")
+

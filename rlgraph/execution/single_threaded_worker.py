@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlgraph.execution.hooks import Hook, StepData
-from rlgraph.utils.nest import map_structure
+from rlgraph.utils.nest import batch_row, map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 
@@ -160,8 +160,8 @@ class SingleThreadedWorker:
     def _observe_pending(self, next_preprocessed: Any) -> None:
         preprocessed, actions, rewards, alive = self._pending
         for i in np.flatnonzero(alive):
-            self.agent.observe(_row(preprocessed, i), _row(actions, i), None, rewards[i], _row(next_preprocessed, i),
-                               False, env_id=self.env_ids[i])
+            self.agent.observe(batch_row(preprocessed, i), batch_row(actions, i), None, rewards[i],
+                               batch_row(next_preprocessed, i), False, env_id=self.env_ids[i])
         self._pending = None
 
     def _observe_last(self, i: int, preprocessed: Any, actions: Any, rewards: np.ndarray, next_states: Any,
@@ -169,10 +169,10 @@ class SingleThreadedWorker:
         truncated = not (terminal and not (info or {}).get("truncated", False))
         if truncated:
             # The bootstrap needs the final state: preprocess it now.
-            final = self.agent.preprocess_states(_row(next_states, i))
+            final = self.agent.preprocess_states(batch_row(next_states, i))
         else:
-            final = _row(preprocessed, i)  # Not read: terminal transitions do not bootstrap.
-        self.agent.observe(_row(preprocessed, i), _row(actions, i), None, rewards[i], final, not truncated,
+            final = batch_row(preprocessed, i)  # Not read: terminal transitions do not bootstrap.
+        self.agent.observe(batch_row(preprocessed, i), batch_row(actions, i), None, rewards[i], final, not truncated,
                            env_id=self.env_ids[i], truncated=truncated)
 
     def _maybe_update(self) -> List[float]:
@@ -193,8 +193,9 @@ class SingleThreadedWorker:
         for i in range(self.num_environments):
             data = StepData(step=self.total_steps - self.num_environments + i + 1,
                             episode=self.total_episodes + 1, episode_step=int(self._episode_lengths[i]),
-                            env_id=self.env_ids[i], observation=_row(self._states, i), action=_row(actions, i),
-                            reward=float(rewards[i]), observation_1=_row(next_states, i), done=bool(done[i]),
+                            env_id=self.env_ids[i], observation=batch_row(self._states, i),
+                            action=batch_row(actions, i), reward=float(rewards[i]),
+                            observation_1=batch_row(next_states, i), done=bool(done[i]),
                             episode_reward=float(self._episode_returns[i]), training=explore)
             for hook in self.hooks:
                 hook(self.agent, data)
@@ -216,10 +217,6 @@ class SingleThreadedWorker:
             "losses": losses, "act_time": act_time, "env_time": env_time, "update_time": update_time,
             "total_timesteps": self.total_steps, "agent_timesteps": self.agent.timesteps,
         }
-
-
-def _row(batch: Any, i: int) -> Any:
-    return map_structure(lambda x: x[i], batch)
 
 
 def _set_row(batch: Any, i: int, value: Any) -> Any:

@@ -235,6 +235,7 @@ class _RunLogs:
         self.evaluations.close()
         curve = os.path.join(self.output_dir, "learning_curve.png")
         env = self.config["environment_spec"]
-        title = f"{self.config.get('type', 'agent')} on {env.get('gym_env', env.get('type')) if isinstance(env, dict) else env}"
+        env_name = env.get("gym_env", env.get("game", env.get("type"))) if isinstance(env, dict) else env
+        title = f"{self.config.get('type', 'agent')} on {env_name}"
         plot_learning_curve(self.curve_steps, self.curve_returns, curve, title=title)
         return {"output_dir": self.output_dir, "checkpoint": checkpoint, "learning_curve": curve}

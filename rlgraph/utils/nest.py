@@ -11,6 +11,7 @@ import re
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
 import tree
 
 FLAT_TUPLE_OPEN = "_T"
@@ -100,3 +101,24 @@ def _tuplify(node: Any) -> Any:
 def leaves(nested: Any) -> Iterable[Any]:
     """The leaves of `nested` in auto-key order."""
     return flatten_op(nested).values()
+
+
+# Row helpers for the agents' hot paths: plain arrays skip the nesting machinery.
+def add_batch_rank(nested: Any) -> Any:
+    """`nested` with a leading batch axis of size 1 on every leaf."""
+    if isinstance(nested, (dict, tuple)):
+        return map_structure(lambda leaf: np.asarray(leaf)[None], nested)
+    return np.asarray(nested)[None]
+
+
+def batch_row(nested: Any, i: int) -> Any:
+    """Row `i` of every leaf of a batched structure."""
+    if isinstance(nested, (dict, tuple)):
+        return map_structure(lambda leaf: leaf[i], nested)
+    return nested[i]
+
+
+def first_row(nested: Any) -> Any:
+    """Row 0 of every leaf (a single item out of a batch of one)."""
+    return batch_row(nested, 0)
+
