@@ -184,8 +184,11 @@ class DQNCore(Component):
 
     @graph_fn(returns=3)
     def _graph_fn_sum_leaves(self, losses, per_items, tds):
-        absolute = (lambda t: __import__("tensorflow").abs(t)) if get_backend() == "tf" else (lambda t: t.abs())
-        return sum(losses), sum(per_items), sum(absolute(t) for t in tds)
+        """Sums over the action leaves; the TD errors as absolute values (for priorities)."""
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.add_n(losses), tf.add_n(per_items), tf.add_n([tf.abs(td) for td in tds])
+        return sum(losses), sum(per_items), sum(td.abs() for td in tds)
 
     @graph_fn
     def _graph_fn_record(self, states, actions, rewards, next_states, terminals):
