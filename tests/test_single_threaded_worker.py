@@ -102,3 +102,29 @@ def test_grid_world_returns_match_env(backend):
     replay.reset()
     total = sum(replay.step(int(d.action))[1] for d in seen)
     assert stats["episode_returns"][0] == pytest.approx(total)
+
+
+def test_agent_test_checks(backend):
+    from rlgraph.tests import AgentTest
+    agent = _agent(backend, IntBox(4), preprocessing_spec=[{"type": "reshape", "flatten": True,
+                                                           "flatten_categories": 4}],
+                   update_spec={"do_updates": False}, exploration_spec={"epsilon_spec": {"decay_spec": 0.0}})
+    env = GridWorld("2x2")
+    test = AgentTest(SingleThreadedWorker(agent, env, seed=1))
+    test.step(4)
+    test.check_agent("timesteps", 3)
+    with pytest.raises(AssertionError):
+        test.check_agent("timesteps", 4)
+    # Greedy actions of a fixed network: replaying them on a fresh 2x2 world gives the worker's position.
+    replay = GridWorld("2x2")
+    replay.reset()
+    for _ in range(4):
+        _, _, terminal, _ = replay.step(int(agent.get_action(replay.get_discrete_pos(replay.x, replay.y),
+                                                             use_exploration=False)))
+        if terminal:
+            replay.reset()
+    test.check_env("x", replay.x)
+    test.check_env("y", replay.y)
+    weights = agent.get_weights()
+    name = next(iter(weights))
+    test.check_var(name, weights[name])
