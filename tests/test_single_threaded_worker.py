@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from rlgraph.agents import DQNAgent
-from rlgraph.environments import GridWorld, RandomEnv
+from rlgraph.environments import GridWorld
 from rlgraph.execution import EpisodeReturnsHook, Hook, SingleThreadedWorker
 from rlgraph.spaces import FloatBox, IntBox
 
