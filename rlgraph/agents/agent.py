@@ -56,7 +56,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         backend: "tf" or "pytorch" (default: `rlgraph.get_backend()`).
     """
 
-    def __init__(self, state_space: Any, action_space: Any, discount: float = 0.98, preprocessing_spec: Any = None,
+    def __init__(self, state_space: Any = None, action_space: Any = None, discount: float = 0.98, preprocessing_spec: Any = None,
                  network_spec: Any = None, internal_states_space: Any = None, policy_spec: Optional[dict] = None,
                  action_adapter_spec: Optional[dict] = None, exploration_spec: Optional[dict] = None,
                  execution_spec: Optional[dict] = None, optimizer_spec: Optional[dict] = None,
@@ -256,9 +256,10 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             raise RLGraphError("rewards and terminals differ in length", where=f"{self.name}.observe",
                                expected=count, received=len(terminals))
         self.timesteps += count
-        if not self.observe_spec["buffer_enabled"]:
+        if not self.observe_spec["buffer_enabled"] and self.buffers.n_step == 1:
             self._observe_graph(states, actions, rewards, next_states, terminals)
             return
+        # (Without buffering, n-step returns still need the next n - 1 rewards: buffers of size n.)
         rows = [(batch_row(states, i), batch_row(actions, i), float(rewards[i]), batch_row(next_states, i),
                  bool(terminals[i])) for i in range(count)]
         # A batch may span several episodes: hand it over episode by episode.

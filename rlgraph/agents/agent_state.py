@@ -14,6 +14,8 @@ from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
 
 STATE_FILE = "agent_state.pkl"
 FORMAT_VERSION = 1
+# What every agent's `_python_state` holds (subclasses may add more).
+REQUIRED_KEYS = ("agent_type", "timesteps", "num_updates", "last_sync_timestep", "max_timesteps", "buffers")
 
 
 def save_agent_state(path: str, state: dict, executor: Any) -> str:
@@ -47,6 +49,11 @@ def load_agent_state(path: str, agent_type: str) -> dict:
     if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
         raise RLGraphCheckpointError(f"'{filename}' is not an rlgraph agent state", where=f"{agent_type}.load_model",
                                      expected=f"format_version {FORMAT_VERSION}")
+    missing = sorted(set(REQUIRED_KEYS) - set(payload.get("state") or {})) if isinstance(payload.get("state"), dict) \
+        else list(REQUIRED_KEYS)
+    if missing or "rng" not in payload:
+        raise RLGraphCheckpointError(f"'{filename}' is incomplete", where=f"{agent_type}.load_model",
+                                     expected=list(REQUIRED_KEYS) + ["rng"], received=f"missing {missing}")
     stored_type = payload["state"].get("agent_type")
     if stored_type != agent_type:
         raise RLGraphCheckpointError("the checkpoint was written by another agent type",

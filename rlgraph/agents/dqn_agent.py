@@ -9,7 +9,6 @@ from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
 from rlgraph.components.component import Component
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
-from rlgraph.components.policies.dueling_policy import DuelingPolicy
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
 from rlgraph.utils.nest import map_structure
@@ -94,8 +93,9 @@ class DQNAgent(Agent):
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
             next_states=self.preprocessed_state_space.with_batch_rank(),
             actions=self.action_space.with_batch_rank(), rewards=FloatBox(**batch), terminals=BoolBox(**batch),
-            importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool,
-            batch_size=IntBox(1, 2 ** 31 - 1, dtype="int64"))
+            importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
+        if memory is not None:
+            self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
         if memory is not None and self.root_component.prioritized:
             self.input_spaces.update(indices=IntBox(memory.capacity, **batch), priorities=FloatBox(**batch))
 

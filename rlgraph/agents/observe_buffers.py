@@ -1,7 +1,7 @@
 """Per-environment observation buffers for `Agent.observe`, with n-step return folding."""
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, List, Optional
+from typing import Dict, Hashable, List, Optional
 
 import numpy as np
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from typing import Any
 
@@ -72,7 +73,10 @@ class PyTorchExecutor(GraphExecutor):
         import torch
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         path = path if path.endswith(".pt") else path + ".pt"
-        torch.save({k: r.variable.detach().cpu() for k, r in self._records().items()}, path)
+        state = {k: r.variable.detach().cpu() for k, r in self._records().items()}
+        # torch.load does not verify the archive's CRCs: a digest of the tensors catches damaged files.
+        state[_CHECKSUM_KEY] = torch.frombuffer(bytearray(_digest(state)), dtype=torch.uint8)
+        torch.save(state, path)
         return path
 
     def _load(self, path: str) -> None:
@@ -90,6 +94,10 @@ class PyTorchExecutor(GraphExecutor):
         if not isinstance(state, dict):
             raise RLGraphCheckpointError(f"'{path}' is not an rlgraph checkpoint", where=self._where(),
                                          received=type(state).__name__)
+        stored = state.pop(_CHECKSUM_KEY, None)
+        if stored is not None and bytes(stored.numpy().tobytes()) != _digest(state):
+            raise RLGraphCheckpointError(f"checkpoint '{path}' is damaged: its contents do not match their digest",
+                                         where=f"{self._where()}.load_model", hint="restore the file from a copy.")
         missing = sorted(set(records) - set(state))
         wrong = [f"{k}: {tuple(state[k].shape)} vs {tuple(r.variable.shape)}" for k, r in records.items()
                  if k in state and tuple(state[k].shape) != tuple(r.variable.shape)]
@@ -113,6 +121,19 @@ class PyTorchExecutor(GraphExecutor):
                                          hint="components defined in functions or holding lambdas cannot be "
                                               "pickled; define them at module level.") from error
         return path
+
+
+_CHECKSUM_KEY = "__rlgraph_sha256__"
+
+
+def _digest(state: dict) -> bytes:
+    """SHA-256 over the names, dtypes, shapes and bytes of `state`'s tensors, in name order."""
+    digest = hashlib.sha256()
+    for key in sorted(state):
+        array = state[key].numpy()
+        digest.update(f"{key}|{array.dtype}|{array.shape}|".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.digest()
 
 
 def _torch_to_numpy(value: Any) -> Any:
