@@ -25,7 +25,7 @@ class AgentTest:
     ...                  network_spec=[{"type": "dense", "units": 4}], update_spec={"do_updates": False})
     >>> test = AgentTest(SingleThreadedWorker(agent, env, seed=1))
     >>> _ = test.step(3)
-    >>> test.check_agent("timesteps", 2)   # the third step waits for the next state's preprocessing
+    >>> test.check_agent("max_timesteps", 3)   # the worker sets the schedules' horizon
     """
 
     def __init__(self, worker: Any, seed: Optional[int] = 10):
