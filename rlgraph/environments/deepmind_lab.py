@@ -5,7 +5,7 @@ from typing import Any, Dict as DictT, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from rlgraph.environments.env_utils import RLGraphMissingDependencyError, import_optional, resolve_seed
+from rlgraph.environments.env_utils import RLGraphMissingDependencyError, import_optional
 from rlgraph.environments.environment import Environment
 from rlgraph.spaces import Dict, FloatBox, IntBox, Space, TextBox
 from rlgraph.utils.rlgraph_errors import RLGraphError
@@ -126,11 +126,8 @@ class DeepmindLabEnv(Environment):
         action_names = [spec["name"] for spec in self.lab.action_spec()]
         self.action_vectors = build_action_vectors(action_set or DEFAULT_ACTION_SET, action_names)
         self.action_names = list((action_set or DEFAULT_ACTION_SET).keys())
-        super().__init__(self._state_space(), IntBox(len(self.action_vectors)))
-        self._rng = np.random.default_rng()
         self._last_state: Any = None
-        if seed is not None:
-            self.seed(seed)
+        super().__init__(self._state_space(), IntBox(len(self.action_vectors)), seed=seed)
 
     def _state_space(self) -> Space:
         specs = {spec["name"]: spec for spec in self.lab.observation_spec()}
@@ -153,24 +150,13 @@ class DeepmindLabEnv(Environment):
     def _item_space(self, name: str) -> Space:
         return self.state_space[name] if isinstance(self.state_space, Dict) else self.state_space
 
-    def seed(self, seed: Optional[int] = None) -> int:
-        """Seeds the level seeds drawn at each reset (and the spaces' samples).
-
-        Returns:
-            The seed used.
-        """
-        seed = resolve_seed(seed)
-        super().seed(seed)
-        self._rng = np.random.default_rng(seed)
-        return seed
-
     def reset(self) -> Any:
         """Starts a new episode with a level seed from the seeded generator.
 
         Returns:
             The first state.
         """
-        self.lab.reset(seed=int(self._rng.integers(2 ** 31 - 1)))
+        self.lab.reset(seed=int(self.rng.integers(2 ** 31 - 1)))
         self._last_state = self._observe()
         return self._last_state
 

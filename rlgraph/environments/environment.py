@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import abc
-import time
 from typing import Any, Optional
+
+import numpy as np
 
 from rlgraph.spaces import Space
 from rlgraph.utils.specifiable import Specifiable
@@ -21,16 +22,23 @@ class Environment(Specifiable, abc.ABC):
     def __init__(self, state_space: Any, action_space: Any, seed: Optional[int] = None):
         self.state_space = Space.from_spec(state_space)
         self.action_space = Space.from_spec(action_space)
+        self.rng = np.random.default_rng()  # The env's own randomness; `seed` reseeds it.
         if seed is not None:
             self.seed(seed)
 
     def seed(self, seed: Optional[int] = None) -> int:
-        """Seeds the environment's randomness; None uses the current epoch seconds.
+        """Seeds the environment's randomness (`rng` and the spaces' samples); None uses the current
+        epoch seconds.
 
         Returns:
             The seed actually used.
+
+        Raises:
+            RLGraphError: For a negative seed.
         """
-        seed = int(time.time()) if seed is None else int(seed)
+        from rlgraph.environments.env_utils import resolve_seed
+        seed = resolve_seed(seed)
+        self.rng = np.random.default_rng(seed)
         self.state_space.seed(seed)
         self.action_space.seed(seed + 1)
         return seed

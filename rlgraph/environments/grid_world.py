@@ -6,7 +6,6 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from rlgraph.environments.env_utils import resolve_seed
 from rlgraph.environments.environment import Environment
 from rlgraph.spaces import IntBox, Space
 from rlgraph.utils.rlgraph_errors import RLGraphError
@@ -120,7 +119,6 @@ class GridWorld(Environment):
                                expected="an int >= 1 or None", received=repr(max_episode_steps))
         self.max_episode_steps = max_episode_steps
         self.start_pos = tuple(int(v) for v in np.argwhere(self.world == "S")[0])
-        self._rng = np.random.default_rng()
         super().__init__(self._state_space(), IntBox(4), seed=seed)
         self._goal_distances = self._compute_goal_distances()
         self._x, self._y = self.start_pos
@@ -238,17 +236,6 @@ class GridWorld(Environment):
         return None if dist < 0 else dist
 
     # --- Environment API -----------------------------------------------------------------------
-    def seed(self, seed: Optional[int] = None) -> int:
-        """Seeds random starting positions (and the spaces' samples).
-
-        Returns:
-            The seed used.
-        """
-        seed = resolve_seed(seed)
-        super().seed(seed)
-        self._rng = np.random.default_rng(seed)
-        return seed
-
     def reset(self, randomize: bool = False) -> Any:
         """Puts the agent on the start field (or, if `randomize`, on a random free, start or fire field).
 
@@ -257,7 +244,7 @@ class GridWorld(Environment):
         """
         if randomize:
             cells = np.argwhere(np.isin(self.world, [" ", "S", "F"]))
-            self._x, self._y = (int(v) for v in cells[self._rng.integers(len(cells))])
+            self._x, self._y = (int(v) for v in cells[self.rng.integers(len(cells))])
         else:
             self._x, self._y = self.start_pos
         self.orientation = 0

@@ -83,7 +83,6 @@ class OpenAIGymEnv(Environment):
                          self.translate_space(self.gym_env.action_space))
         self._discrete_actions = type(self.gym_env.action_space).__name__ == "Discrete"
         self._has_fire = self._game_supports_fire()
-        self._noop_rng = np.random.default_rng()
         self._pending_seed: Optional[int] = None
         self._lives: Optional[int] = None
         self._life_lost = False
@@ -229,7 +228,6 @@ class OpenAIGymEnv(Environment):
         seed = resolve_seed(seed)
         super().seed(seed)
         self._pending_seed = seed
-        self._noop_rng = np.random.default_rng(seed)
         for space in (self.gym_env.action_space, self.gym_env.observation_space):
             if hasattr(space, "seed"):
                 space.seed(seed)
@@ -252,7 +250,7 @@ class OpenAIGymEnv(Environment):
     def _true_reset(self) -> Any:
         obs, info = self._env_reset()
         if self.max_num_noops > 0:
-            for _ in range(int(self._noop_rng.integers(1, self.max_num_noops + 1))):
+            for _ in range(int(self.rng.integers(1, self.max_num_noops + 1))):
                 obs, _, terminated, truncated, info = self._env_step(self.noop_action)
                 if terminated or truncated:
                     obs, info = self._env_reset()
