@@ -104,7 +104,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.input_spaces: Dict[str, Any] = {}
         self.graph_executor = None
         self.build_stats = None
-        self.spec: Optional[dict] = None  # Set by `from_spec`: the spec the agent was made from.
+        self.spec: Optional[dict] = None  # Set by `from_spec`: the spec (without spaces), e.g. to make replicas.
         self._create_root()
         if auto_build:
             self.build()
@@ -124,10 +124,9 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS}
             kwargs = {**spec, **kwargs}
             spec = None
-        kept = {k: v for k, v in kwargs.items() if k not in ("state_space", "action_space", "backend")}
         agent = super().from_spec(spec, **kwargs)
         if isinstance(agent, Agent):
-            agent.spec = kept
+            agent.spec = {k: v for k, v in kwargs.items() if k not in ("state_space", "action_space", "backend")}
         return agent
 
     def _n_step(self) -> int:
@@ -284,7 +283,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
     def flush_buffers(self) -> None:
         """Writes every env's buffered (complete) transitions into the memory now."""
         for env_id in list(self.buffers.buffers):
-            ready = self.buffers._flush(env_id, episode_over=False)
+            ready = self.buffers.flush(env_id)
             if ready:
                 self._observe_graph(*stack_transitions(ready))
 

@@ -74,6 +74,10 @@ class ObserveBuffers:
         self.buffers[env_id] = [] if episode_over else buffer[len(ready):]
         return ready
 
+    def flush(self, env_id: Hashable) -> List[Transition]:
+        """Hands out `env_id`'s complete transitions now (n-step ones keep waiting for rewards)."""
+        return self._flush(env_id, episode_over=False) if env_id in self.buffers else []
+
     def reset(self, env_id: Optional[Hashable] = None) -> None:
         """Drops the pending transitions of `env_id` (None: of every env)."""
         if env_id is None:

@@ -81,7 +81,7 @@ def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, 
     return config
 
 
-def make_agent_and_env(config: dict, env_seed: Optional[int] = None):
+def make_agent_and_env(config: dict):
     """(agent, environment spec) for a resolved config."""
     from rlgraph.agents import Agent
     from rlgraph.environments import Environment
