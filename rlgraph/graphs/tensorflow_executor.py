@@ -1,6 +1,7 @@
 """`TensorFlowExecutor`: one `tf.function` per root API method, variables in a `tf.Module`."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -11,6 +12,9 @@ from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
 from rlgraph.spaces import Dict, Space, Tuple
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.util import convert_dtype
+
+
+logger = logging.getLogger(__name__)
 
 
 def tensor_spec(space: Space):
@@ -34,8 +38,14 @@ class TensorFlowExecutor(GraphExecutor):
     def _configure_backend(self) -> None:
         import tensorflow as tf
         threads = self.execution_spec.get("tf_num_threads")
-        if threads:
-            tf.config.threading.set_intra_op_parallelism_threads(int(threads))
+        if threads and tf.config.threading.get_intra_op_parallelism_threads() != int(threads):
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(int(threads))
+            except RuntimeError:
+                # TF fixes its thread pools when its runtime starts (e.g. a second agent in one process).
+                logger.warning("tf_num_threads=%s ignored: TensorFlow's runtime is already initialized with %s "
+                               "intra-op threads in this process.", threads,
+                               tf.config.threading.get_intra_op_parallelism_threads() or "default")
 
     def _after_build(self) -> None:
         import tensorflow as tf
