@@ -1,62 +1,47 @@
-"""The python snippets of docs/components.md run as written (on both backends)."""
+"""The python snippets of the docs run as written (on both backends)."""
 import re
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "components.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _run_doc(name: str, backend: str, num_blocks: int, use_blocks: int = None) -> dict:
+    """Runs the python blocks of docs/`name` (the first `use_blocks` of them) on `backend`;
+    returns their namespace. The page must hold exactly `num_blocks` blocks (at least, if
+    `use_blocks` is given)."""
+    path = DOCS / name
+    blocks = re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+    if use_blocks is None:
+        assert len(blocks) == num_blocks
+    else:
+        assert len(blocks) >= num_blocks
+        blocks = blocks[:use_blocks]
+    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - our own documentation
+    return namespace
 
 
 def test_components_doc_snippets_run(backend):
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) >= 2
-    code = "\n".join(blocks[:2]).replace('backend="tf"', f'backend="{backend}"')
-    namespace = {"__name__": "doc_snippet"}
-    exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    namespace = _run_doc("components.md", backend, 2, use_blocks=2)
     assert namespace["test"].test("get_value").item() == 5.0
 
 
-LAYERS_DOC = Path(__file__).resolve().parent.parent / "docs" / "layers.md"
-
-
 def test_layers_doc_snippets_run(backend):
-    blocks = re.findall(r"```python\n(.*?)```", LAYERS_DOC.read_text(), flags=re.S)
-    assert len(blocks) == 2
-    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
-    namespace = {"__name__": "doc_snippet"}
-    exec(compile(code, str(LAYERS_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    namespace = _run_doc("layers.md", backend, 2)
     assert namespace["q"].shape == (3, 2) and namespace["v"].shape == (2, 1)
 
 
-MEMORIES_DOC = Path(__file__).resolve().parent.parent / "docs" / "memories_and_losses.md"
-
-
 def test_memories_doc_snippets_run(backend):
-    blocks = re.findall(r"```python\n(.*?)```", MEMORIES_DOC.read_text(), flags=re.S)
-    assert len(blocks) == 2
-    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
-    namespace = {"__name__": "doc_snippet"}
-    exec(compile(code, str(MEMORIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    namespace = _run_doc("memories_and_losses.md", backend, 2)
     assert namespace["weights"].shape == (8,) and abs(namespace["per_item"][0] - 1.47) < 1e-5
 
 
-POLICIES_DOC = Path(__file__).resolve().parent.parent / "docs" / "policies_and_exploration.md"
-
-
 def test_policies_doc_snippet_runs(backend):
-    blocks = re.findall(r"```python\n(.*?)```", POLICIES_DOC.read_text(), flags=re.S)
-    assert len(blocks) == 1
-    code = blocks[0].replace('backend="tf"', f'backend="{backend}"')
-    namespace = {"__name__": "doc_snippet"}
-    exec(compile(code, str(POLICIES_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    namespace = _run_doc("policies_and_exploration.md", backend, 1)
     assert set(namespace["chosen"]) == {"aim", "move"}
 
 
-AGENTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"
-
-
 def test_agents_doc_snippets_run(backend):
-    blocks = re.findall(r"```python\n(.*?)```", AGENTS_DOC.read_text(), flags=re.S)
-    assert len(blocks) == 3
-    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
-    namespace = {"__name__": "doc_snippet"}
-    exec(compile(code, str(AGENTS_DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    namespace = _run_doc("agents.md", backend, 3)
     assert namespace["stats"]["timesteps_executed"] == 200
