@@ -170,15 +170,17 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         return min(1.0, self.timesteps / float(self.max_timesteps))
 
     # --- Acting ---------------------------------------------------------------------------------
-    def _batch(self, states: Any, space: Space) -> Tuple[Any, bool]:
-        """(states with a batch rank, whether a single state was given)."""
+    def _is_single(self, states: Any, space: Space) -> bool:
+        """Whether `states` is one item of `space` (not a batch)."""
         rank = self._leaf_ranks.get(id(space))
         if rank is None:
             rank = self._leaf_ranks[id(space)] = len(next(iter(space.flatten().values())).shape)
-        if isinstance(states, (dict, tuple)):
-            single = np.ndim(next(iter(flatten_op(states).values()))) == rank
-            return (add_batch_rank(states) if single else states), single
-        single = np.ndim(states) == rank
+        first = next(iter(flatten_op(states).values())) if isinstance(states, (dict, tuple)) else states
+        return np.ndim(first) == rank
+
+    def _batch(self, states: Any, space: Space) -> Tuple[Any, bool]:
+        """(states with a batch rank, whether a single state was given)."""
+        single = self._is_single(states, space)
         return (add_batch_rank(states) if single else states), single
 
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
@@ -245,6 +247,16 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             truncated: Whether the episode ended after the (last) transition without a terminal
                 state, e.g. a time limit; the buffer is flushed then.
         """
+        buffered = self.observe_spec["buffer_enabled"] or self.buffers.n_step > 1
+        if buffered and self._is_single(preprocessed_states, self.preprocessed_state_space):
+            # The worker's per-step call: one transition straight into its env's buffer.
+            terminal = bool(np.asarray(terminals))
+            self.timesteps += 1
+            ready = self.buffers.add(env_id, [(preprocessed_states, actions, float(np.asarray(rewards)), next_states,
+                                               terminal)], episode_end=terminal or bool(truncated))
+            if ready:
+                self._observe_graph(*stack_transitions(ready))
+            return
         states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
         if single:
             actions, next_states = add_batch_rank(actions), add_batch_rank(next_states)
@@ -255,7 +267,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             raise RLGraphError("rewards and terminals differ in length", where=f"{self.name}.observe",
                                expected=count, received=len(terminals))
         self.timesteps += count
-        if not self.observe_spec["buffer_enabled"] and self.buffers.n_step == 1:
+        if not buffered:
             self._observe_graph(states, actions, rewards, next_states, terminals)
             return
         # (Without buffering, n-step returns still need the next n - 1 rewards: buffers of size n.)
