@@ -11,12 +11,11 @@ Nothing here imports tensorflow or torch: availability is probed with `importlib
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import os
 import threading
-from typing import Iterator, Optional
+from typing import Optional
 
 from rlgraph.utils.rlgraph_errors import RLGraphBackendUnavailableError, RLGraphError
 
@@ -95,22 +94,36 @@ def get_backend() -> str:
     return default_backend()
 
 
-@contextlib.contextmanager
-def backend_scope(name: str) -> Iterator[str]:
+class backend_scope:  # noqa: N801 - used like a function: `with backend_scope("tf"):`
     """Makes `get_backend()` return `name` inside the block (per thread, nestable).
 
     Builders and executors wrap their work in this so that components built for one backend
-    see that backend regardless of the process default.
+    see that backend regardless of the process default. A plain class rather than a generator
+    context manager: executors enter it on every API call.
     """
-    backend = _require_installed(normalize_backend(name, "backend_scope"))
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    stack.append(backend)
-    try:
-        yield backend
-    finally:
-        stack.pop()
+
+    __slots__ = ("backend", "_stack")
+    _checked = set()  # Backend names already validated (and found installed).
+
+    def __init__(self, name: str):
+        if name not in backend_scope._checked:
+            backend = _require_installed(normalize_backend(name, "backend_scope"))
+            if backend == name:
+                backend_scope._checked.add(name)  # A canonical, installed name: check it once only.
+            name = backend
+        self.backend = name
+        self._stack = None
+
+    def __enter__(self) -> str:
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self.backend)
+        self._stack = stack
+        return self.backend
+
+    def __exit__(self, *exc) -> None:
+        self._stack.pop()
 
 
 def set_distributed_backend(name: Optional[str]) -> None:

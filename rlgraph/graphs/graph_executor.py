@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import abc
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
-from rlgraph.utils.nest import map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
@@ -175,10 +174,10 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                     break  # No usable default (None has no space): leave it and the rest out.
                 args.append(defaults[arg])
         tensors = [convert(value) for convert, value in zip(converters, args)]
-        output = self._to_numpy(self._call_api(name, tensors))
+        output = self._call_api(name, tensors)
         if keys is not None:
-            output = _pick(output, keys, name)
-        return output
+            output = _pick(output, keys, name)  # Before the conversion: unpicked outputs are not copied.
+        return self._to_numpy(output)
 
     def _where(self) -> str:
         return getattr(self.root_component, "global_scope", type(self).__name__)
@@ -320,7 +319,10 @@ def executor_for(backend: Optional[str] = None, **kwargs) -> GraphExecutor:
 
 
 def numpy_structure(output: Any, to_numpy) -> Any:
-    """Maps `to_numpy` over every leaf (None stays None)."""
-    if not isinstance(output, (dict, tuple, list)):
-        return output if output is None else to_numpy(output)  # The common case: one tensor.
-    return map_structure(lambda x: x if x is None else to_numpy(x), output)
+    """Maps `to_numpy` over every leaf of dicts, tuples and lists (None stays None)."""
+    if isinstance(output, dict):
+        return type(output)((k, numpy_structure(v, to_numpy)) for k, v in output.items())
+    if isinstance(output, (tuple, list)):
+        items = [numpy_structure(v, to_numpy) for v in output]
+        return type(output)(*items) if hasattr(output, "_fields") else type(output)(items)
+    return output if output is None else to_numpy(output)

@@ -44,7 +44,8 @@ def _leaf_converter(space: Space, where: str, to_tensor):
     dtype = np.dtype(space.dtype)
     shape = tuple(space.shape)
     lead = int(space.has_batch_rank) + int(space.has_time_rank)
-    fixed = [d for d in (space.batch_size, space.time_size)]
+    # (rank index, required size) of the batch/time ranks that have a fixed size.
+    fixed = [(i, size) for i, size in enumerate((space.batch_size, space.time_size)[:lead]) if size is not None]
     ndim = lead + len(shape)
     is_text = isinstance(space, TextBox)
 
@@ -65,7 +66,7 @@ def _leaf_converter(space: Space, where: str, to_tensor):
             array = array.astype(dtype)
         if array.ndim != ndim or array.shape[lead:] != shape:
             fail("input shape does not fit the space", value)
-        if lead and any(f is not None and array.shape[i] != f for i, f in enumerate(fixed[:lead])):
+        if fixed and any(array.shape[i] != size for i, size in fixed):
             fail("input batch/time size does not fit the space", value)
         return to_tensor(array)
     return convert

@@ -42,6 +42,17 @@ def _wants(flag: Any, name: str) -> bool:
 
 def run_graph_fn(info, component, args: tuple, kwargs: Dict[str, Any]) -> Any:
     """Calls a graph function, applying its `flatten_ops` / `split_ops` / auto-key flags."""
+    if not kwargs:
+        for arg in args:
+            if isinstance(arg, (dict, tuple)):
+                break
+        else:
+            # No container input (the common case at run time): nothing to flatten or split.
+            if not info.split_ops:
+                return unflatten_result(info.func(component, *args))
+            if info.add_auto_key_as_first_param:
+                return info.func(component, "", *args)
+            return info.func(component, *args)
     names = info.arg_names
     flag = info.flatten_ops
     if flag:

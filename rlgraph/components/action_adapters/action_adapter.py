@@ -19,6 +19,8 @@ PARAMETERIZATIONS = ("normal", "beta")
 
 def reshape_last(x: Any, shape: tuple) -> Any:
     """Replaces the last dim of `x` by `shape`, keeping all leading (batch/time) dims."""
+    if len(shape) == 1 and x.shape[-1] == shape[0]:
+        return x  # Already so (e.g. the logits of a scalar categorical action).
     if get_backend() == "tf":
         import tensorflow as tf
         return tf.reshape(x, tf.concat([tf.shape(x)[:-1], tf.constant(shape, dtype=tf.int32)], 0))
@@ -153,7 +155,7 @@ class ActionAdapter(Component):
     # --- Graph functions ---------------------------------------------------------------------------
     @graph_fn(returns=1)
     def _graph_fn_parameters(self, action_layer_output):
-        return self.to_parameters(action_layer_output[..., self.add_units:])
+        return self.to_parameters(action_layer_output[..., self.add_units:] if self.add_units else action_layer_output)
 
     @graph_fn(returns=3)
     def _graph_fn_probabilities(self, parameters):

@@ -69,6 +69,7 @@ class Exploration(Component):
             self.noise = Noise.from_spec(noise_spec)
             self.add_components(self.noise)
         self.leaf_spaces: Dict[str, Space] = {}  # Auto-key -> action leaf (no ranks), set at build.
+        self._scalar_bounds: Dict[str, tuple] = {}
 
     def check_input_spaces(self, input_spaces, action_space=None):
         where = f"{self.global_scope}.get_action(actions)"
@@ -85,6 +86,11 @@ class Exploration(Component):
             raise RLGraphSpaceError(actions, "the actions do not match the action space", where=where,
                                     expected=action_space, hint="pass actions of the agent's action space.")
         self.leaf_spaces = {key: leaf.strip_ranks() for key, leaf in flat.items()}
+        # IntBox leaves whose elements all share one range [low, high): python ints for a plain randint.
+        self._scalar_bounds = {key: (int(leaf.low.flat[0]), int(leaf.high.flat[0]))
+                               for key, leaf in self.leaf_spaces.items()
+                               if isinstance(leaf, IntBox) and np.all(leaf.low == leaf.low.flat[0])
+                               and np.all(leaf.high == leaf.high.flat[0])}
         floats = [leaf for leaf in self.leaf_spaces.values() if isinstance(leaf, FloatBox)]
         for key, leaf in self.leaf_spaces.items():
             if isinstance(leaf, IntBox):
@@ -118,20 +124,33 @@ class Exploration(Component):
         space = self.leaf_spaces[key]
         if not isinstance(space, IntBox):
             return actions
-        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+        bounds = self._scalar_bounds.get(key)
         if get_backend() == "tf":
             import tensorflow as tf
-            u = tf.random.uniform(tf.shape(actions), dtype=tf.float64)
-            random_actions = tf.cast(tf.floor(low + u * (high - low)), actions.dtype)
+            if bounds is not None and actions.dtype in (tf.int32, tf.int64):
+                random_actions = tf.random.uniform(tf.shape(actions), bounds[0], bounds[1], dtype=actions.dtype)
+            else:
+                low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+                u = tf.random.uniform(tf.shape(actions), dtype=tf.float64)
+                random_actions = tf.cast(tf.floor(low + u * (high - low)), actions.dtype)
             mask = tf.logical_and(do_explore, tf.cast(use_exploration, tf.bool))
-            mask = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([actions.shape.rank - 1], tf.int32)], 0))
+            if actions.shape.rank != 1:
+                mask = tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([tf.rank(actions) - 1], tf.int32)], 0))
             return tf.where(mask, random_actions, actions)
         import torch
-        u = torch.rand(actions.shape, dtype=torch.float64, device=actions.device)
-        low_t, high_t = (torch.as_tensor(b, device=actions.device) for b in (low, high))
-        random_actions = torch.floor(low_t + u * (high_t - low_t)).to(actions.dtype)
-        mask = do_explore & torch.as_tensor(use_exploration, dtype=torch.bool, device=actions.device)
-        mask = mask.reshape(tuple(mask.shape) + (1,) * (actions.dim() - 1))
+        if not use_exploration:
+            return actions  # Greedy acting skips the random draws.
+        if bounds is not None:
+            # The same range for every element (e.g. IntBox(n)): one randint.
+            random_actions = torch.randint(bounds[0], bounds[1], actions.shape, dtype=actions.dtype,
+                                           device=actions.device)
+        else:
+            low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+            u = torch.rand(actions.shape, dtype=torch.float64, device=actions.device)
+            low_t, high_t = (torch.as_tensor(b, device=actions.device) for b in (low, high))
+            random_actions = torch.floor(low_t + u * (high_t - low_t)).to(actions.dtype)
+        mask = do_explore if actions.dim() == 1 else do_explore.reshape(tuple(do_explore.shape) +
+                                                                        (1,) * (actions.dim() - 1))
         return torch.where(mask, random_actions, actions)
 
     @graph_fn(flatten_ops={"actions"}, split_ops=True, add_auto_key_as_first_param=True)
