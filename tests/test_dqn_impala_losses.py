@@ -47,6 +47,10 @@ def test_dqn_n_step_double_q_by_hand(backend):
     np.testing.assert_allclose(per_item, [0.32805, 2.1945125, 2.0], rtol=1e-5)
     np.testing.assert_allclose(total, (0.32805 + 2.1945125 + 2.0) / 3, rtol=1e-5)
     np.testing.assert_allclose(test.test(("loss_per_item", DQN_ARGS)), per_item, rtol=1e-6)
+    total_2, per_item_2, td = test.test(("loss_and_td_error", DQN_ARGS))
+    np.testing.assert_allclose(td, DOUBLE_TD, rtol=1e-5)
+    np.testing.assert_allclose(per_item_2, per_item, rtol=1e-6)
+    np.testing.assert_allclose(total_2, total, rtol=1e-6)
 
 
 def test_dqn_plain_max_target_and_numpy_reference(backend):

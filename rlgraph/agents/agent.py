@@ -43,8 +43,9 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         policy_spec: Extra `Policy` arguments (e.g. {"type": "dueling-policy", ...}).
         action_adapter_spec: The action adapter spec handed to the policy.
         exploration_spec: The `Exploration` spec (epsilon schedule, noise).
-        execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode"}; max_timesteps are
-            the env steps over which time_percentage goes from 0 to 1 (schedules).
+        execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode",
+            "torch_call_plans"}; max_timesteps are the env steps over which time_percentage goes from 0
+            to 1 (schedules); torch_call_plans (default True) turns PyTorch's call plans on or off.
         optimizer_spec: The optimizer spec (e.g. {"type": "adam", "learning_rate": 1e-3}).
         observe_spec: {"buffer_enabled", "buffer_size"}.
         update_spec: {"do_updates", "update_mode", "update_interval", "steps_before_update",
@@ -55,6 +56,10 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         name: The agent's name (also the root component's scope).
         backend: "tf" or "pytorch" (default: `rlgraph.get_backend()`).
     """
+
+    # Root APIs for greedy acting, (from preprocessed states, from raw states), or None: then
+    # `get_action(use_exploration=False)` calls "get_actions" with use_exploration False.
+    greedy_apis: Optional[Tuple[str, str]] = None
 
     def __init__(self, state_space: Any = None, action_space: Any = None, discount: float = 0.98, preprocessing_spec: Any = None,
                  network_spec: Any = None, internal_states_space: Any = None, policy_spec: Optional[dict] = None,
@@ -146,7 +151,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             raise RLGraphError("the agent is already built", where=self.name)
         from rlgraph.graphs import GraphBuilder, GraphExecutor
         builder = GraphBuilder(action_space=self.action_space, **dict(build_options or {}))
-        executor_keys = ("seed", "torch_num_threads", "tf_num_threads")
+        executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_call_plans")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)
@@ -203,13 +208,18 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         extras = self._check_extra_returns(extra_returns)
         space = self.state_space if apply_preprocessing else self.preprocessed_state_space
         batch, single = self._batch(states, space)
-        tp = self.time_percentage() if time_percentage is None else float(time_percentage)
-        api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
-        preprocessed, actions = self._executor().execute((api, [batch, np.float32(tp), bool(use_exploration)]))
+        if not use_exploration and self.greedy_apis is not None:
+            api, inputs = self.greedy_apis[bool(apply_preprocessing)], [batch]
+        else:
+            tp = self.time_percentage() if time_percentage is None else float(time_percentage)
+            api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
+            inputs = [batch, np.float32(tp), bool(use_exploration)]
+        if not extras:
+            actions = self._executor().execute((api, inputs, 1))
+            return first_row(actions) if single else actions
+        preprocessed, actions = self._executor().execute((api, inputs))
         if single:
             actions, preprocessed = first_row(actions), first_row(preprocessed)
-        if not extras:
-            return actions
         return actions, preprocessed
 
     def _check_extra_returns(self, extra_returns: Any) -> List[str]:

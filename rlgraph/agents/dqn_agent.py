@@ -38,6 +38,8 @@ class DQNAgent(Agent):
         **kwargs: `Agent` arguments.
     """
 
+    greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+
     def __init__(self, double_q: bool = True, dueling_q: bool = True, huber_loss: bool = False, n_step: int = 1,
                  memory_spec: Optional[dict] = None, store_last_memory_batch: bool = False,
                  store_last_q_table: bool = False, **kwargs):

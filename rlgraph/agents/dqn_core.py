@@ -27,6 +27,8 @@ class DQNCore(Component):
     API (all batched):
         get_actions(states, time_percentage, use_exploration) -> (preprocessed_states, actions)
         get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
+        get_greedy_actions(states) -> (preprocessed_states, actions without exploration)
+        get_greedy_actions_from_preprocessed_states(preprocessed_states)
         get_preprocessed_states(states)
         get_q_values(preprocessed_states) -> Q [B, num_actions] (nested for containers)
         get_target_q_values_and_actions(preprocessed_states) -> (Qt, greedy target actions)
@@ -90,6 +92,17 @@ class DQNCore(Component):
     def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
         return self._graph_fn_identity(preprocessed_states), \
             self._act(preprocessed_states, time_percentage, use_exploration)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions(self, states):
+        """(preprocessed states, greedy actions): acting without exploration (evaluation)."""
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self.policy.get_deterministic_action(preprocessed)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
+        return self._graph_fn_identity(preprocessed_states), \
+            self.policy.get_deterministic_action(preprocessed_states)
 
     @rlgraph_api(no_grad=True)
     def get_preprocessed_states(self, states):
@@ -164,11 +177,11 @@ class DQNCore(Component):
         losses, per_items, tds = [], [], []
         for key, loss_function in self.loss_functions.items():
             leaf = (lambda x: x) if not key else (lambda x, k=key: self._graph_fn_leaf(x, k))
-            args = (leaf(q_s), leaf(actions), rewards, terminals, leaf(qt_sp), leaf(q_sp))
-            loss, per_item = loss_function.loss(*args, weights)
+            loss, per_item, td = loss_function.loss_and_td_error(leaf(q_s), leaf(actions), rewards, terminals,
+                                                                 leaf(qt_sp), leaf(q_sp), weights)
             losses.append(loss)
             per_items.append(per_item)
-            tds.append(loss_function.get_td_error(*args))
+            tds.append(td)
         if len(losses) == 1:
             return losses[0], per_items[0], tds[0]
         return self._graph_fn_sum_leaves(losses, per_items, tds)

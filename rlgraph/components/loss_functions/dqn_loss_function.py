@@ -61,6 +61,7 @@ class DQNLossFunction(LossFunction):
         loss(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None,
             importance_weights=None) -> (total_loss, loss_per_item): the batch mean and [B].
         loss_per_item(same arguments) -> [B].
+        loss_and_td_error(same arguments) -> (total_loss, loss_per_item, td_t): one TD computation.
         get_td_error(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None)
             -> td_t [B] (e.g. abs(td_t) as replay priorities).
 
@@ -160,6 +161,15 @@ class DQNLossFunction(LossFunction):
         """The loss of each item, [B] (Huber or 0.5 td**2, times the importance weights)."""
         td_error = self._graph_fn_td_error(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp)
         return self._graph_fn_td_loss(td_error, importance_weights)
+
+    @rlgraph_api
+    def loss_and_td_error(self, q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None,
+                          importance_weights=None):
+        """(total_loss, loss_per_item, td_error) with the TD errors computed once (training paths
+        that also need them, e.g. for priorities)."""
+        td_error = self._graph_fn_td_error(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp)
+        loss_per_item = self._graph_fn_td_loss(td_error, importance_weights)
+        return self.loss_average(loss_per_item), loss_per_item, td_error
 
     @rlgraph_api
     def get_td_error(self, q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None):
