@@ -13,7 +13,7 @@ from rlgraph.components import Component
 from rlgraph.graphs import GraphExecutor, executor_for
 from rlgraph.spaces import FloatBox
 from rlgraph.tests import ComponentTest, recursive_assert_almost_equal
-from rlgraph.utils.decorators import rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -139,16 +139,28 @@ def test_pytorch_no_grad_api_and_trainable_outputs():
     pytest.importorskip("torch")
     import torch
     root = Scale(scope="s")
+    grad_enabled = []
+
+    @graph_fn(component=root)
+    def _graph_fn_probe(self, x):
+        grad_enabled.append(torch.is_grad_enabled())
+        return x
 
     @rlgraph_api(component=root, no_grad=True)
     def act(self, x):
-        return self.apply(x)
+        return self._graph_fn_probe(self.apply(x))
+
+    @rlgraph_api(component=root)
+    def learn(self, x):
+        return self._graph_fn_probe(self.apply(x))
 
     test = ComponentTest(root, input_spaces=dict(x=FloatBox(shape=(2,))), backend="pytorch")
-    recursive_assert_almost_equal(test.test(("act", np.ones(2))), [2.5, 2.5])
-    method, grad_mode = test.graph_executor._methods["act"]
-    with grad_mode():
-        assert not torch.is_grad_enabled()
+    grad_enabled.clear()
+    for _ in range(4):  # Also once call plans replay the graph functions.
+        recursive_assert_almost_equal(test.test(("act", np.ones(2))), [2.5, 2.5])
+        recursive_assert_almost_equal(test.test(("learn", np.ones(2))), [2.5, 2.5])
+    assert grad_enabled == [False, True] * 4
+    assert torch.is_grad_enabled()
     # A trainable path returns numpy too (outputs are detached).
     recursive_assert_almost_equal(test.test(("apply", np.ones(2))), [2.5, 2.5])
 

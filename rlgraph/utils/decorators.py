@@ -26,6 +26,7 @@ GRAPH_FN_PREFIX = "_graph_fn_"
 
 class _TracingState(threading.local):
     tracer = None  # The build system's tracer while a build runs in this thread.
+    recorder = None  # A PyTorch executor's plan recorder while it records an API call (graphs/plans.py).
 
 
 tracing = _TracingState()
@@ -118,23 +119,23 @@ def _make_graph_fn_info(func: Callable, returns, flatten_ops, split_ops, add_aut
 
 
 def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
-    plain = info.func if not (info.flatten_ops or info.split_ops) else None
-
-    if plain is not None:
-        @functools.wraps(info.func)
-        def wrapper(self, *args, **kwargs):
-            tracer = tracing.tracer
-            if tracer is None:
-                return plain(self, *args, **kwargs)
-            return tracer.call_graph_fn(self, info, args, kwargs)
+    if not (info.flatten_ops or info.split_ops):
+        body = info.func
     else:
-        @functools.wraps(info.func)
-        def wrapper(self, *args, **kwargs):
-            tracer = tracing.tracer
-            if tracer is None:
-                return run_graph_fn(info, self, args, kwargs)
-            return tracer.call_graph_fn(self, info, args, kwargs)
+        def body(self, *args, **kwargs):
+            return run_graph_fn(info, self, args, kwargs)
+
+    @functools.wraps(info.func)
+    def wrapper(self, *args, **kwargs):
+        tracer = tracing.tracer
+        if tracer is None:
+            recorder = tracing.recorder
+            if recorder is None:
+                return body(self, *args, **kwargs)
+            return recorder.call(body, self, args, kwargs)
+        return tracer.call_graph_fn(self, info, args, kwargs)
     wrapper.rlgraph_graph_fn = info
+    wrapper.rlgraph_graph_fn_body = body
     return wrapper
 
 
