@@ -4,7 +4,10 @@ The tree: a root with 10 chains of 5 `Scale` components (x * w + b), 100 variabl
 tests/test_component_build.py. The raw baseline creates the same 100 variables by hand and runs the
 same arithmetic (TF: one tf.function; PyTorch: plain tensor code). Run:
 
-    python benchmarks/build_and_call_overhead.py [--backends tf pytorch] [--calls 2000]
+    python -m benchmarks.build_and_call_overhead [--backends tf pytorch] [--calls 2000]
+
+(or `python benchmarks/build_and_call_overhead.py ...`; either way tests/ goes on sys.path for the
+test components).
 """
 import argparse
 import os

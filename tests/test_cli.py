@@ -79,9 +79,41 @@ def test_evaluate_without_a_checkpoint(capsys, tmp_path):
     assert "config.json" in capsys.readouterr().err
 
 
-def test_benchmark_is_not_available_yet(capsys):
-    assert main(["benchmark", "act"]) == EXIT_UNAVAILABLE
-    assert "not available yet" in capsys.readouterr().err
+def test_benchmark_list(capsys):
+    from rlgraph.benchmarks import BENCHMARKS
+    assert main(["benchmark", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(BENCHMARKS)
+    assert all(description in line for line, (_, description) in zip(lines, BENCHMARKS.values()))
+
+
+def test_benchmark_unknown_name(capsys):
+    assert main(["benchmark", "replai", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlgraph benchmark: unknown benchmark 'replai'") and "did you mean 'replay'?" in err
+
+
+def test_benchmark_missing_dependency(capsys, monkeypatch):
+    import rlgraph.benchmarks
+    from rlgraph.environments import RLGraphMissingDependencyError
+
+    def needs_a_package(name, options):
+        raise RLGraphMissingDependencyError("stable-baselines3", where=f"rlgraph benchmark {name}",
+                                            hint="pip install stable-baselines3")
+    monkeypatch.setattr(rlgraph.benchmarks, "run_benchmark", needs_a_package)
+    assert main(["benchmark", "dqn-sb3"]) == EXIT_UNAVAILABLE
+    err = capsys.readouterr().err
+    assert "'stable-baselines3' is needed but not installed" in err and "pip install" in err
+
+
+def test_benchmark_replay_quick(capsys, tmp_path):
+    out = tmp_path / "replay.json"
+    assert main(["benchmark", "replay", "--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "MemPrioritizedReplay" in printed and f"wrote {out}" in printed
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "replay" and data["quick"] and data["capacity"] == 2000
+    assert {row["memory"] for row in data["records_per_s"]} >= {"MemPrioritizedReplay", "list baseline"}
 
 
 def test_version_flag():

@@ -1,9 +1,5 @@
 """MemSegmentTree, MinSumSegmentTree and MemPrioritizedReplay (pure numpy: tested once, not per backend)."""
-import json
 import operator
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,8 +10,6 @@ from rlgraph.components.helpers.min_sum_segment_tree import MinSumSegmentTree
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.spaces import Dict, FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def brute_prefix_index(leaves, prefix_sums):
@@ -244,14 +238,3 @@ def test_corrupt_or_mismatching_file_leaves_memory_unchanged(tmp_path):
     fresh = MemPrioritizedReplay(capacity=3)  # no record space yet: taken from the file
     fresh.load(good)
     assert fresh.storage["/a"].dtype == np.int32 and len(fresh) == 3
-
-
-# --- Benchmark smoke test ----------------------------------------------------------------------
-def test_benchmark_quick_runs(tmp_path):
-    out = tmp_path / "bench.json"
-    result = subprocess.run([sys.executable, "-m", "benchmarks.prioritized_replay", "--quick", "--out", str(out)],
-                            cwd=REPO, capture_output=True, text=True, timeout=10)
-    assert result.returncode == 0, result.stderr
-    assert "ratio" in result.stdout
-    data = json.loads(out.read_text())
-    assert set(data["ratio"]) == {"fill", "insert", "sample", "update"}

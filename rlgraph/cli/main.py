@@ -1,5 +1,7 @@
-"""`rlgraph` command: `info`, `train`, `evaluate`, `visualize` (and `benchmark` once it lands).
+"""`rlgraph` command: `info`, `train`, `evaluate`, `visualize` and `benchmark`.
 
+`rlgraph benchmark list` lists the benchmarks (`rlgraph.benchmarks.BENCHMARKS`);
+`rlgraph benchmark NAME [options]` runs one, passing the options on (`--help` shows them).
 The command imports no backend at start-up; each sub-command imports what it needs.
 """
 from __future__ import annotations
@@ -16,13 +18,8 @@ import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
-# Exit status of a sub-command whose machinery this version of rlgraph does not ship yet.
+# Exit status of a sub-command that needs an optional package (or backend) that is not installed.
 EXIT_UNAVAILABLE = 3
-
-# Sub-command -> the part of the framework it needs and that is still missing in this version.
-_PENDING = {
-    "benchmark": "the benchmark suite",
-}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     visualize.add_argument("--env", help="environment id (default: from the config)")
     visualize.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend to build with")
     visualize.add_argument("--output", help="output file, .svg or .dot (default: <config name>.svg)")
-    benchmark = commands.add_parser("benchmark", help="run a benchmark from benchmarks/")
-    benchmark.add_argument("name")
+    benchmark = commands.add_parser("benchmark", help="run a benchmark ('list' lists them)")
+    benchmark.add_argument("name", help="a benchmark name, or 'list'")
+    benchmark.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options (see NAME --help)")
     return parser
 
 
@@ -128,21 +126,33 @@ def _visualize(args) -> int:
     return 0
 
 
+def _benchmark(args) -> int:
+    from rlgraph.benchmarks import BENCHMARKS, run_benchmark
+    if args.name == "list":
+        width = max(len(name) for name in BENCHMARKS)
+        for name, (_, description) in BENCHMARKS.items():
+            print(f"{name:{width}s}  {description}")
+        return 0
+    run_benchmark(args.name, args.options)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `rlgraph` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "info":
         return _info()
-    commands = {"train": _train, "evaluate": _evaluate, "visualize": _visualize}
+    commands = {"train": _train, "evaluate": _evaluate, "visualize": _visualize, "benchmark": _benchmark}
     try:
-        if args.command in commands:
-            return commands[args.command](args)
+        return commands[args.command](args)
     except RLGraphError as error:
-        print(f"rlgraph {args.command}: {error}", file=sys.stderr)
+        prefix, text = f"rlgraph {args.command}", str(error)
+        print(text if text.startswith(prefix) else f"{prefix}: {text}", file=sys.stderr)
+        # A benchmark that needs an optional package or a backend that is not installed
+        # (RLGraphMissingDependencyError, RLGraphBackendUnavailableError: both ImportErrors).
+        if args.command == "benchmark" and isinstance(error, ImportError):
+            return EXIT_UNAVAILABLE
         return 2
-    print(f"rlgraph {args.command}: not available yet in rlgraph {rlgraph.__version__}: it needs "
-          f"{_PENDING[args.command]}, which has not landed yet. Nothing was run.", file=sys.stderr)
-    return EXIT_UNAVAILABLE
 
 
 if __name__ == "__main__":

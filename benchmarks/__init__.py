@@ -1,0 +1,1 @@
+"""Runners of rlgraph's benchmarks from a checkout: `python -m benchmarks.NAME [options]`."""

@@ -1,0 +1,40 @@
+"""Benchmarks: rlgraph's hot paths against hand-written raw-backend code and a peer library.
+
+Each benchmark is a module with `main(argv=None) -> dict` that prints a table and writes its
+results as JSON. Run one with `rlgraph benchmark NAME [options]` or, from a checkout,
+`python -m benchmarks.MODULE [options]`; `--help` lists a benchmark's options. The modules live
+in the package so that `rlgraph benchmark` works wherever rlgraph is installed.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Dict, List, Optional, Tuple
+
+from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.specifiable import closest_match
+
+# name -> (module, one-line description)
+BENCHMARKS: Dict[str, Tuple[str, str]] = {
+    "act": ("rlgraph.benchmarks.act_overhead",
+            "agent.get_action(one state) vs a raw no_grad forward / tf.function (CartPole DQN net)"),
+    "update": ("rlgraph.benchmarks.update_overhead",
+               "agent.update(batch) vs a hand-written raw DQN training step"),
+    "dqn-sb3": ("rlgraph.benchmarks.dqn_vs_sb3",
+                "DQN on CartPole-v1 vs Stable-Baselines3 DQN, rl-zoo hyperparameters, alternating seeds"),
+    "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
+    "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
+}
+
+
+def benchmark_module(name: str):
+    """The module of benchmark `name` (raises `RLGraphError` with the known names otherwise)."""
+    if name not in BENCHMARKS:
+        guess = closest_match(name, list(BENCHMARKS))
+        raise RLGraphError(f"unknown benchmark '{name}'", where="rlgraph benchmark", expected=sorted(BENCHMARKS),
+                           hint=f"did you mean '{guess}'?" if guess else None)
+    return importlib.import_module(BENCHMARKS[name][0])
+
+
+def run_benchmark(name: str, argv: Optional[List[str]] = None) -> dict:
+    """Runs benchmark `name` with command-line style `argv`; returns its results."""
+    return benchmark_module(name).main(argv)

@@ -1,0 +1,164 @@
+"""Shared helpers of the benchmarks: timing, tables, JSON results, machine information."""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import statistics
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from rlgraph.backend_system import BACKENDS, is_backend_installed, normalize_backend
+from rlgraph.utils.rlgraph_errors import RLGraphBackendUnavailableError
+
+DEFAULT_RESULTS_DIR = os.path.join("benchmarks", "results")
+
+CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "configs", "dqn_cartpole.json")
+
+# The agent part of configs/dqn_cartpole.json (a test keeps the two equal).
+DQN_CARTPOLE_SPEC = {
+    "type": "dqn", "discount": 0.99, "double_q": True, "dueling_q": False, "huber_loss": True, "n_step": 1,
+    "memory_spec": {"type": "replay-memory", "capacity": 50000},
+    "network_spec": [{"type": "dense", "units": 256, "activation": "relu", "scope": "hidden-1"},
+                     {"type": "dense", "units": 256, "activation": "relu", "scope": "hidden-2"}],
+    "exploration_spec": {"epsilon_spec": {"decay_spec": {"type": "linear-decay", "from": 1.0, "to": 0.04,
+                                                         "start_percentage": 0.0, "stop_percentage": 0.16}}},
+    "observe_spec": {"buffer_size": 32},
+    "update_spec": {"update_interval": 256, "steps_before_update": 1000, "batch_size": 64, "sync_interval": 10,
+                    "update_steps": 128},
+    "optimizer_spec": {"type": "adam", "learning_rate": 0.0023},
+    "execution_spec": {"max_timesteps": 50000, "torch_num_threads": 1},
+}
+
+
+def select_backends(requested: Optional[Sequence[str]], where: str) -> List[str]:
+    """The canonical names of `requested` (default: every installed backend).
+
+    Raises:
+        RLGraphBackendUnavailableError: A requested backend is not installed, or none is.
+    """
+    if requested:
+        backends = list(dict.fromkeys(normalize_backend(name, where) for name in requested))
+        for backend in backends:
+            if not is_backend_installed(backend):
+                raise RLGraphBackendUnavailableError(backend, where=where)
+        return backends
+    backends = [backend for backend in BACKENDS if is_backend_installed(backend)]
+    if not backends:
+        raise RLGraphBackendUnavailableError(BACKENDS[0], "neither TensorFlow nor PyTorch is installed", where=where)
+    return backends
+
+
+def single_thread(backend: str) -> None:
+    """One intra-op (and inter-op) thread for `backend`, where its runtime still allows it."""
+    if backend == "pytorch":
+        import torch
+        torch.set_num_threads(1)
+        return
+    import tensorflow as tf
+    for setter in (tf.config.threading.set_intra_op_parallelism_threads,
+                   tf.config.threading.set_inter_op_parallelism_threads):
+        try:
+            setter(1)
+        except RuntimeError:  # TF's runtime started already (it fixes its pools then).
+            pass
+
+
+def load_agent_spec(path: Optional[str] = None) -> tuple:
+    """(agent spec dict, source): from `path`, else configs/dqn_cartpole.json, else the built-in spec."""
+    from rlgraph.agents.agent import RUN_SECTIONS
+    path = path or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
+    if path is None:
+        return copy.deepcopy(DQN_CARTPOLE_SPEC), "built-in DQN_CARTPOLE_SPEC"
+    with open(path) as handle:
+        spec = json.load(handle)
+    return {k: v for k, v in spec.items() if k not in RUN_SECTIONS}, path
+
+
+def make_parser(name: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark has: --quick and --out."""
+    parser = argparse.ArgumentParser(prog=f"rlgraph benchmark {name}", description=description)
+    parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test; numbers are not meaningful)")
+    parser.add_argument("--out", default=os.path.join(DEFAULT_RESULTS_DIR, f"{name}.json"),
+                        help="where to write the JSON results (default: %(default)s)")
+    return parser
+
+
+def time_calls(fn: Callable[[], object], calls: int) -> List[float]:
+    """Seconds per call of `fn`, one entry per call."""
+    times = []
+    clock = time.perf_counter
+    for _ in range(calls):
+        start = clock()
+        fn()
+        times.append(clock() - start)
+    return times
+
+
+def interleaved_medians(fns: Dict[str, Callable[[], object]], calls: int, rounds: int = 5,
+                        warmup: int = 100) -> Dict[str, float]:
+    """Median seconds per call of each function, measured in `rounds` alternating blocks.
+
+    Alternating the contenders block by block spreads slow phases of a shared machine over all
+    of them, so that their ratio holds even when absolute times drift.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: Dict[str, List[float]] = {name: [] for name in fns}
+    per_round = max(1, calls // rounds)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].extend(time_calls(fn, per_round))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table; floats get 3 significant decimals, ratios are strings already."""
+    def cell(value):
+        if isinstance(value, float):
+            return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+        return str(value)
+    table = [[str(h) for h in headers]] + [[cell(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    lines = ["  ".join(text.ljust(widths[i]) if i == 0 else text.rjust(widths[i]) for i, text in enumerate(row))
+             for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def environment_info() -> dict:
+    """Versions and machine facts that a result depends on."""
+    info = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
+            "cpus": os.cpu_count(), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    from importlib import metadata
+    for package in ("torch", "tensorflow-cpu", "tensorflow", "stable-baselines3", "gymnasium"):
+        try:
+            info[package] = metadata.version(package)  # (Without importing the package.)
+        except metadata.PackageNotFoundError:
+            continue
+    return info
+
+
+def write_results(result: dict, out: Optional[str]) -> Optional[str]:
+    """Writes `result` (plus `environment_info()`) as JSON to `out`; returns the path."""
+    if not out:
+        return None
+    result = dict(result, environment=environment_info())
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as handle:
+        json.dump(result, handle, indent=2, default=_jsonable)
+    return out
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
