@@ -1,7 +1,7 @@
 """Per-environment observation buffers for `Agent.observe`, with n-step return folding."""
 from __future__ import annotations
 
-from typing import Dict, Hashable, List, Optional
+from typing import Any, Dict, Hashable, List, Optional
 
 import numpy as np
 
@@ -92,9 +92,13 @@ class ObserveBuffers:
 
 def stack_transitions(transitions: List[Transition]) -> tuple:
     """Stacks transitions into batched (states, actions, rewards, next_states, terminals) arrays."""
-    states = map_structure(lambda *xs: np.stack(xs), *[t[0] for t in transitions])
-    actions = map_structure(lambda *xs: np.stack(xs), *[t[1] for t in transitions])
-    next_states = map_structure(lambda *xs: np.stack(xs), *[t[3] for t in transitions])
+    states, actions, next_states = (_stack([t[k] for t in transitions]) for k in (0, 1, 3))
     rewards = np.array([t[2] for t in transitions], dtype=np.float32)
     terminals = np.array([t[4] for t in transitions], dtype=bool)
     return states, actions, rewards, next_states, terminals
+
+
+def _stack(items: list) -> Any:
+    if not isinstance(items[0], (dict, tuple, list)):
+        return np.stack(items)  # Plain arrays (the common case).
+    return map_structure(lambda *xs: np.stack(xs), *items)

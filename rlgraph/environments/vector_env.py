@@ -14,6 +14,8 @@ from rlgraph.utils.rlgraph_errors import RLGraphError
 
 def _stack(items: List[Any]) -> Any:
     """Stacks a list of (possibly nested) states into one structure of arrays with a leading [N] rank."""
+    if not isinstance(items[0], (dict, tuple, list)):
+        return np.stack(items)  # Plain arrays or numbers (the common case, once per step).
     return nest.map_structure(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *items)
 
 
@@ -146,7 +148,8 @@ class SequentialVectorEnv(VectorEnv):
                                    expected=f"{self.num_environments} actions", received=f"{len(actions)} actions")
             per_env = actions
         else:
-            per_env = [nest.map_structure(lambda batch, i=i: batch[i], actions) for i in range(self.num_environments)]
+            per_env = list(actions) if isinstance(actions, np.ndarray) else \
+                [nest.map_structure(lambda batch, i=i: batch[i], actions) for i in range(self.num_environments)]
         results = [env.step(action) for env, action in zip(self.environments, per_env)]
         states, rewards, terminals, infos = zip(*results)
         return (_stack(list(states)), np.asarray(rewards, dtype=np.float32), np.asarray(terminals, dtype=bool),
