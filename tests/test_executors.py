@@ -176,3 +176,17 @@ def test_optional_arguments_with_a_space_can_be_left_out(backend):
     test.test(("scale", [np.array([1.0, 2.0])]), expected_outputs=np.array([3.0, 5.0]))
     test.test(("scale", [np.array([1.0, 2.0]), 3.0]), expected_outputs=np.array([4.0, 7.0]))
     test.test(("scale", [np.array([1.0, 2.0]), 3.0, 0.0]), expected_outputs=np.array([3.0, 6.0]))
+
+
+def test_pytorch_flush_denormal_setting():
+    pytest.importorskip("torch")
+    import torch
+    tiny = torch.tensor([1e-39], dtype=torch.float32)  # A subnormal float32.
+    try:
+        ComponentTest(Scale(scope="s"), input_spaces=dict(x=FloatBox(shape=(2,))), backend="pytorch")
+        assert (tiny * 1.0).item() == 0.0  # Default: flushed to zero.
+        ComponentTest(Scale(scope="s"), input_spaces=dict(x=FloatBox(shape=(2,))), backend="pytorch",
+                      execution_spec={"torch_flush_denormal": False})
+        assert (tiny * 1.0).item() == pytest.approx(1e-39, rel=1e-3)
+    finally:
+        torch.set_flush_denormal(False)

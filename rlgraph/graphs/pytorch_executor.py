@@ -25,6 +25,12 @@ class PyTorchExecutor(GraphExecutor):
         threads = self.execution_spec.get("torch_num_threads")
         if threads:
             torch.set_num_threads(int(threads))
+        # Flush-to-zero for subnormal floats (as TensorFlow does by default on CPUs): Adam's second
+        # moments of rarely active units decay into subnormals, whose arithmetic is ~10-100x slower.
+        # A process-wide CPU setting; execution_spec {"torch_flush_denormal": False} turns it off.
+        flush = self.execution_spec.get("torch_flush_denormal", True)
+        if flush is not None:
+            torch.set_flush_denormal(bool(flush))
 
     def _after_build(self) -> None:
         import torch

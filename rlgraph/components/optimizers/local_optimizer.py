@@ -234,6 +234,10 @@ def _clip_by_global_norm(grads: list, clip_norm: float) -> list:
         scale = clip_norm / tf.maximum(norm, clip_norm)
         return [g * tf.cast(scale, g.dtype) for g in grads]
     import torch
+    if len({(g.dtype, g.device) for g in grads}) == 1:
+        # Multi-tensor ops: one norm per gradient, their norm is the global norm, one scaling op.
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        return torch._foreach_mul(grads, clip_norm / torch.clamp_min(norm, clip_norm))
     norm = torch.sqrt(sum((g * g).sum() for g in grads))
     scale = clip_norm / torch.clamp_min(norm, clip_norm)
     return [g * scale.to(g.dtype) for g in grads]
