@@ -64,8 +64,13 @@ class Component(ComponentVariablesMixin, Specifiable):
         self.api_methods: Dict[str, ApiInfo] = {n: info for n, (info, _) in _class_apis(type(self)).items()}
         self.graph_fns: Dict[str, GraphFnInfo] = dict(_class_graph_fns(type(self)))
         self.api_method_inputs: Dict[str, Any] = {}
+        # Build bookkeeping: argument -> (shared trace space last registered, space stored then).
+        self.shared_input_spaces: Dict[str, tuple] = {}
         self.input_complete = False
         self.variable_complete = False
+        self._incomplete_at: Optional[tuple] = None  # (inputs, APIs, API changes) when last found incomplete.
+        self._lacking_apis: List[ApiInfo] = []  # The API methods that lacked a space then.
+        self._api_changes = 0
         self._init_variable_state()
         if sub_components:
             self.add_components(*sub_components)
@@ -92,6 +97,7 @@ class Component(ComponentVariablesMixin, Specifiable):
             raise RLGraphError(f"API method '{info.name}' is already defined", where=self.global_scope,
                                hint="pass ok_to_overwrite=True to replace it.")
         self.api_methods[info.name] = info
+        self._api_changes = getattr(self, "_api_changes", 0) + 1
         setattr(self, info.name, types.MethodType(wrapper, self))
         if info.graph_fn is not None:
             self.graph_fns[info.graph_fn.name] = info.graph_fn
@@ -239,8 +245,35 @@ class Component(ComponentVariablesMixin, Specifiable):
     def check_input_completeness(self) -> bool:
         """Whether all spaces of all (must-be-complete) API arguments are known; sticky once True."""
         if not self.input_complete:
-            self.input_complete = not self.missing_input_spaces()
+            if type(self).missing_input_spaces is Component.missing_input_spaces:
+                self.input_complete = self._all_input_spaces_known()
+            else:
+                self.input_complete = not self.missing_input_spaces()
         return self.input_complete
+
+    def _all_input_spaces_known(self) -> bool:
+        """`not Component.missing_input_spaces(self)`, re-checking only what can have changed.
+
+        Argument spaces are only ever added, so an API method found with all of them stays so:
+        only the others are checked again, and only once a new space or API method came.
+        """
+        seen = (len(self.api_method_inputs), len(self.api_methods), self._api_changes)
+        if seen == self._incomplete_at:
+            return False
+        last = self._incomplete_at
+        if last is None or seen[1:] != last[1:] or seen[0] < last[0]:
+            self._lacking_apis = [info for info in self.api_methods.values() if info.must_be_complete]
+        self._lacking_apis = [info for info in self._lacking_apis if not self._api_inputs_known(info)]
+        self._incomplete_at = seen if self._lacking_apis else None
+        return not self._lacking_apis
+
+    def _api_inputs_known(self, info: ApiInfo) -> bool:
+        """Whether API method `info` has the spaces of all its required arguments."""
+        known = self.api_method_inputs
+        for arg in info.required:
+            if known.get(arg) is None:
+                return False
+        return not (info.var_positional and not info.arg_names and known.get(f"{info.var_positional}[0]") is None)
 
     def check_variable_completeness(self) -> bool:
         """Whether this component and its whole sub-tree have created their variables."""
@@ -308,8 +341,10 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def _reset_build_state(self) -> None:
         self.api_method_inputs = {}
+        self.shared_input_spaces = {}
         self.input_complete = False
         self.variable_complete = False
+        self._incomplete_at = None
         self._init_variable_state()
 
     # --- Pickling and deep copies -------------------------------------------------------------------
@@ -317,6 +352,8 @@ class Component(ComponentVariablesMixin, Specifiable):
         # Class-level API methods come back from the class registry; instance-level ones are
         # re-bound in __setstate__ (bound wrappers themselves do not pickle).
         state = self.__dict__.copy()
+        for key in ("shared_input_spaces", "_lacking_apis"):
+            state.pop(key, None)  # Build bookkeeping (see __setstate__).
         class_apis, class_graph_fns = _class_apis(type(self)), _class_graph_fns(type(self))
         state["api_methods"] = {k: v for k, v in self.api_methods.items() if class_apis.get(k, (None,))[0] is not v}
         state["graph_fns"] = {k: v for k, v in self.graph_fns.items() if class_graph_fns.get(k) is not v}
@@ -326,6 +363,9 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._incomplete_at, self._lacking_apis = None, []
+        self._api_changes = state.get("_api_changes", 0)
+        self.shared_input_spaces = {}
         instance_apis, instance_graph_fns = self.api_methods, self.graph_fns
         self.api_methods = {n: info for n, (info, _) in _class_apis(type(self)).items()}
         self.graph_fns = dict(_class_graph_fns(type(self)))

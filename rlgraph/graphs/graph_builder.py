@@ -12,10 +12,11 @@ import time
 from typing import Any, Dict, Optional
 
 from rlgraph.backend_system import backend_scope, normalize_backend
+from rlgraph.components.component_variables import restore_initial_values, row_write_log
 from rlgraph.graphs.build_diagnostics import check_root_input_spaces, expand_var_positional, incomplete_error
-from rlgraph.graphs.op_records import has_pending, records_for
+from rlgraph.graphs.op_records import has_pending
 from rlgraph.graphs.trace_data import TRACE_BATCH_SIZE, TRACE_TIME_SIZE, TraceBackend
-from rlgraph.graphs.tracer import Deferred, Tracer
+from rlgraph.graphs.tracer import Deferred, Tracer, edge_names
 from rlgraph.spaces import Space
 from rlgraph.utils.decorators import tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError
@@ -54,9 +55,17 @@ class GraphBuilder(Specifiable):
         self.root_component = None
         self.input_spaces: Dict[str, Space] = {}
         self.api_signatures: Dict[str, list] = {}
-        self.edges: set = set()
+        self._call_edges: set = set()  # Raw call edges of the trace (see `Tracer`).
+        self._edge_names: Optional[tuple] = None  # (len(_call_edges), edges) last named.
         self.stats = BuildStats()
         self._backend_time = 0.0
+
+    @property
+    def edges(self) -> set:
+        """The traced calls: (caller, callee) node ids, "<global scope>.<API>" / "<global scope>.<graph_fn>()"."""
+        if self._edge_names is None or self._edge_names[0] != len(self._call_edges):
+            self._edge_names = (len(self._call_edges), edge_names(self._call_edges))
+        return self._edge_names[1]
 
     def build(self, root_component, input_spaces: Optional[Dict[str, Any]], backend: str) -> BuildStats:
         """Builds `root_component`; returns the build statistics.
@@ -80,10 +89,9 @@ class GraphBuilder(Specifiable):
         trace = TraceBackend(backend, self.trace_batch_size, self.trace_time_size)
         components = root_component.get_all_sub_components()
         self._backend_time = 0.0
-        with backend_scope(backend):
+        with backend_scope(backend), row_write_log() as row_writes:
             passes = self._run_passes(root_component, components, trace)
-            for component in components:
-                component.restore_initial_values()
+            restore_initial_values(components, row_writes)
             for component in components:
                 component.check_variable_completeness()
         total = time.perf_counter() - start
@@ -95,10 +103,10 @@ class GraphBuilder(Specifiable):
 
     def _run_passes(self, root, components, trace) -> int:
         remaining = list(self.api_signatures)
+        before = _progress(components, remaining)
+        self._complete_ready(components)
         for number in range(1, MAX_PASSES + 1):
-            before = _progress(components, remaining)
-            self._complete_ready(components)
-            tracer = Tracer(self, trace)
+            tracer = Tracer(self, trace, self._call_edges)
             tracing.tracer = tracer
             try:
                 for api in list(remaining):
@@ -107,18 +115,17 @@ class GraphBuilder(Specifiable):
             finally:
                 tracing.tracer = None
                 self._backend_time += tracer.backend_time
-                self.edges |= tracer.edges
-            self._complete_ready(components)
+            self._complete_ready(components)  # (Also readies the next pass: nothing changes in between.)
             if not remaining and all(c.input_complete for c in components):
                 return number
-            if _progress(components, remaining) == before:
+            after = _progress(components, remaining)
+            if after == before:
                 raise incomplete_error(root, components, remaining, tracer.deferred)
+            before = after
         raise RLGraphError(f"the build did not finish in {MAX_PASSES} passes", where=root.global_scope)
 
     def _trace_api(self, root, api: str, trace: TraceBackend) -> bool:
-        args = []
-        for name, space in self.api_signatures[api]:
-            args.append(records_for(space, trace.zeros_for(space)))
+        args = [trace.zero_records(space) for _, space in self.api_signatures[api]]
         try:
             output = getattr(root, api)(*args)
         except Deferred:

@@ -14,15 +14,38 @@ from rlgraph.spaces.space_utils import get_space_from_op
 
 
 class DataOpRecord:
-    """One traced value: `space` (a primitive Space, or None for "no data") and `value`."""
-    __slots__ = ("space", "value")
+    """One traced value: `space` (a primitive Space, or None for "no data") and `value`.
 
-    def __init__(self, space: Optional[Space], value: Any):
-        self.space = space
+    `leading` caches which batch/time sizes the value's leading dims carry (see
+    `trace_data.RankContext`); None until known, reset when the space is replaced.
+
+    The build makes most records with `shared=True`: their space is then a validated space that
+    records of equal outputs share, and reading `space` gives the record its own copy first. The
+    tracer reads `_space` directly where the space does not leave the build's bookkeeping.
+    """
+    __slots__ = ("_space", "value", "leading", "shared")
+
+    def __init__(self, space: Optional[Space], value: Any, leading: Optional[tuple] = None, shared: bool = False):
+        self._space = space
         self.value = value
+        self.leading = leading
+        self.shared = shared
+
+    @property
+    def space(self) -> Optional[Space]:
+        if self.shared:
+            self._space = self._space._fresh_copy()
+            self.shared = False
+        return self._space
+
+    @space.setter
+    def space(self, space: Optional[Space]) -> None:
+        self._space = space
+        self.shared = False
+        self.leading = None
 
     def __repr__(self) -> str:
-        return f"DataOpRecord({self.space!r})"
+        return f"DataOpRecord({self._space!r})"
 
 
 class PendingRecord:
@@ -49,6 +72,8 @@ def records_for(space: Space, value: Any) -> Any:
 
 
 def has_pending(value: Any) -> bool:
+    if type(value) is DataOpRecord:
+        return False
     if isinstance(value, PendingRecord):
         return True
     if isinstance(value, dict):
@@ -113,3 +138,37 @@ def leaf_records(value: Any) -> list:
     if isinstance(value, (tuple, list)):
         return [r for v in value for r in leaf_records(v)]
     return []
+
+
+class PendingInput(Exception):
+    """Raised by `unpack_records` when part of an argument is still pending."""
+
+
+def unpack_records(value: Any, leaves: list) -> Any:
+    """`values_of(value)`, appending each DataOpRecord met to `leaves` (as `leaf_records` finds them).
+
+    One walk instead of `has_pending` + `values_of` + `leaf_records` for graph-function inputs.
+
+    Raises:
+        PendingInput: If any part of `value` is a PendingRecord.
+    """
+    kind = type(value)
+    if kind is DataOpRecord:
+        leaves.append(value)
+        return value.value
+    if kind is tuple:
+        return tuple([unpack_records(v, leaves) for v in value])
+    if kind is list:
+        return [unpack_records(v, leaves) for v in value]
+    if isinstance(value, dict):
+        return {k: unpack_records(v, leaves) for k, v in value.items()}
+    if isinstance(value, DataOpRecord):
+        leaves.append(value)
+        return value.value
+    if isinstance(value, PendingRecord):
+        raise PendingInput()
+    if isinstance(value, (tuple, list)):
+        # Tuple/list subclasses (named tuples) are passed on as they are, like `values_of` does.
+        for item in value:
+            unpack_records(item, leaves)
+    return value

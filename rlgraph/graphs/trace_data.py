@@ -5,7 +5,12 @@ batch rank has `batch_size` rows and every time rank `time_size` steps (unless t
 a size). A result's leading dim counts as a batch rank when an input had a batch rank of that
 size, and the next dim as a time rank likewise; so results keep the ranks of the data they were
 computed from, and reductions (a scalar loss) lose them. Variables changed by this trace run are
-restored to their initial values when the build ends.
+restored to their initial values when the build ends (on PyTorch only those the trace wrote, see
+`component_variables.restore_initial_values`).
+
+A build infers a space for every graph-function output, mostly the same few: each distinct (shape,
+dtype, ranks) is validated once and shared by its records until code outside the tracer reads one
+(`DataOpRecord.space` then gives that record its own copy).
 """
 from __future__ import annotations
 
@@ -14,8 +19,8 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.graphs.op_records import DataOpRecord, leaf_records
-from rlgraph.spaces import Dict, Space, TextBox, Tuple
-from rlgraph.spaces.space_utils import get_space_from_op
+from rlgraph.spaces import BoxSpace, Dict, Space, TextBox, Tuple
+from rlgraph.spaces.space_utils import shape_and_dtype, space_from_shape
 
 TRACE_BATCH_SIZE = 5
 TRACE_TIME_SIZE = 7
@@ -26,21 +31,45 @@ class RankContext:
     __slots__ = ("batch_sizes", "time_sizes", "time_major")
 
     def __init__(self, records: list):
-        self.batch_sizes, self.time_sizes, self.time_major = set(), set(), False
+        batch_sizes, time_sizes, time_major = set(), set(), False
         for record in records:
-            space = record.space
-            if space is None or not hasattr(record.value, "shape"):
+            leading = record.leading
+            if leading is None:
+                leading = record.leading = _leading_of(record)
+            if leading is _NO_RANKS:
                 continue
-            shape = tuple(record.value.shape)
-            # The sizes of the leading ranks, in the order they appear in the data.
-            ranks = [("batch", self.batch_sizes), ("time", self.time_sizes)]
-            if space.time_major:
-                ranks.reverse()
-            present = [sizes for kind, sizes in ranks if (space.has_batch_rank if kind == "batch"
-                                                          else space.has_time_rank)]
-            for sizes, dim in zip(present, shape):
-                sizes.add(int(dim))
-            self.time_major |= bool(space.time_major and space.has_time_rank)
+            batch, time, major = leading
+            if batch is not None:
+                batch_sizes.add(batch)
+            if time is not None:
+                time_sizes.add(time)
+            time_major |= major
+        self.batch_sizes, self.time_sizes, self.time_major = batch_sizes, time_sizes, time_major
+
+
+# A record's `leading`: (batch size or None, time size or None, whether time-major), or this.
+_NO_RANKS = (None, None, False)
+
+
+def _leading_of(record: DataOpRecord) -> tuple:
+    space = record._space
+    shape = getattr(record.value, "shape", None)
+    if space is None or shape is None:
+        return _NO_RANKS
+    return _leading(space.has_batch_rank, space.has_time_rank, space.time_major, shape)
+
+
+def _leading(batch: bool, time: bool, time_major: bool, shape: Any) -> tuple:
+    """The sizes the leading dims of data of `shape` give its batch and time ranks (in data order)."""
+    if not (batch or time):
+        return _NO_RANKS
+    major = bool(time and time_major)
+    if len(shape) == 0:
+        return (None, None, major) if major else _NO_RANKS
+    if batch and time:
+        first, second = int(shape[0]), (int(shape[1]) if len(shape) > 1 else None)
+        return (second, first, True) if major else (first, second, False)
+    return (int(shape[0]), None, False) if batch else (None, int(shape[0]), major)
 
 
 class TraceBackend:
@@ -50,13 +79,57 @@ class TraceBackend:
         self.backend = backend
         self.batch_size = batch_size
         self.time_size = time_size
+        self._zeros: dict = {}  # id(space) -> (space, zeros arrays nested like the space)
+        self._torch = None
+        if backend == "pytorch":
+            import torch
+            self._torch = torch
+        self._tensor_types: set = set()  # Output classes with tuple shapes (torch tensors, numpy arrays).
 
     def zeros_for(self, space: Space) -> Any:
         """Backend tensors of zeros shaped like `space` with its batch/time ranks filled in."""
+        # Root input spaces are traced in every pass: their arrays are made once (`to_tensor` copies).
+        cached = self._zeros.get(id(space))
+        if cached is None or cached[0] is not space:
+            cached = self._zeros[id(space)] = (space, self._zeros_arrays(space))
+        return self._to_tensors(cached[1])
+
+    def zero_records(self, space: Space) -> Any:
+        """`records_for(space, self.zeros_for(space))`, in one walk."""
+        cached = self._zeros.get(id(space))
+        if cached is None or cached[0] is not space:
+            cached = self._zeros[id(space)] = (space, self._zeros_arrays(space))
+        arrays = cached[1]
+        if type(arrays) is np.ndarray and self._torch is not None and arrays.dtype.kind not in "USO":
+            # (The usual case.) The leading sizes are those of the cached array's shape.
+            leading = _leading(space.has_batch_rank, space.has_time_rank, space.time_major, arrays.shape)
+            return DataOpRecord(space, self._torch.from_numpy(arrays.copy()), leading)
+        return self._records(space, arrays)
+
+    def _records(self, space: Space, arrays: Any) -> Any:
+        if type(arrays) is dict:
+            return {k: self._records(child, arrays[k]) for k, child in space._children()}
+        if type(arrays) is tuple:
+            return tuple(self._records(child, a) for (_, child), a in zip(space._children(), arrays))
+        if self.backend == "pytorch" and arrays.dtype.kind not in "USO":
+            return DataOpRecord(space, self._torch.from_numpy(arrays.copy()))
+        return DataOpRecord(space, self.to_tensor(arrays))
+
+    def _zeros_arrays(self, space: Space) -> Any:
         if isinstance(space, Dict):
-            return {k: self.zeros_for(c) for k, c in space._children()}
+            return {k: self._zeros_arrays(c) for k, c in space._children()}
         if isinstance(space, Tuple):
-            return tuple(self.zeros_for(c) for _, c in space._children())
+            return tuple(self._zeros_arrays(c) for _, c in space._children())
+        return self._zeros_array(space)
+
+    def _to_tensors(self, arrays: Any) -> Any:
+        if type(arrays) is dict:
+            return {k: self._to_tensors(a) for k, a in arrays.items()}
+        if type(arrays) is tuple:
+            return tuple(self._to_tensors(a) for a in arrays)
+        return self.to_tensor(arrays, None)
+
+    def _zeros_array(self, space: Space) -> np.ndarray:
         dims = []
         order = ("time", "batch") if space.time_major else ("batch", "time")
         for kind in order:
@@ -66,50 +139,93 @@ class TraceBackend:
                 dims.append(space.time_size or self.time_size)
         shape = tuple(dims) + tuple(space.shape)
         if isinstance(space, TextBox):
-            array = np.full(shape, "", dtype=np.str_)
-        else:
-            array = np.zeros(shape, dtype=space.dtype)
-            low = getattr(space, "low", None)
-            if low is not None and space.dtype.kind in "iuf" and np.all(np.asarray(low) > 0):
-                # Zeros are not in the space: trace with its smallest member (e.g. a sample size >= 1).
-                array = np.broadcast_to(np.asarray(low, dtype=space.dtype), shape).copy()
-        return self.to_tensor(array, space)
+            return np.full(shape, "", dtype=np.str_)
+        array = np.zeros(shape, dtype=space.dtype)
+        if space.dtype.kind not in "iuf":
+            return array
+        # (Shared scalar bounds are read without making the `low` array.)
+        bounds = space.global_bounds if isinstance(space, BoxSpace) else False
+        low = bounds[0] if bounds is not False else getattr(space, "low", None)
+        if low is not None and np.all(np.asarray(low) > 0):
+            # Zeros are not in the space: trace with its smallest member (e.g. a sample size >= 1).
+            array = np.broadcast_to(np.asarray(low, dtype=space.dtype), shape).copy()
+        return array
 
-    def to_tensor(self, array: np.ndarray, space: Space) -> Any:
+    def to_tensor(self, array: np.ndarray, space: Optional[Space] = None) -> Any:
+        """A new backend tensor holding a copy of `array` (`space` is not used)."""
         if self.backend == "tf":
             import tensorflow as tf
             return tf.constant(array)
         if array.dtype.kind in "USO":
             # PyTorch has no string tensors: text stays a numpy string array on this backend.
             return np.array(array, copy=True)
-        import torch
-        return torch.from_numpy(np.array(array, copy=True, order="C"))
+        if self._torch is None:
+            import torch
+            self._torch = torch
+        return self._torch.from_numpy(np.array(array, copy=True, order="C"))
 
     def to_records(self, output: Any, inputs: list) -> Any:
         """Wraps a graph function's result into records with inferred spaces."""
-        context = RankContext(leaf_records(inputs))
-        return self._wrap(output, context)
+        return self.wrap_output(output, leaf_records(inputs))
+
+    def wrap_output(self, output: Any, input_records: list) -> Any:
+        """Like `to_records`, given the input records (`leaf_records` of the inputs) directly."""
+        return self._wrap(output, RankContext(input_records))
 
     def _wrap(self, value: Any, context: RankContext) -> Any:
+        kind = type(value)
+        if kind in self._tensor_types:
+            return self._record(value, context)
         if isinstance(value, dict):
             return {k: self._wrap(v, context) for k, v in value.items()}
-        if type(value) is tuple or type(value) is list:
-            return type(value)(self._wrap(v, context) for v in value)
+        if kind is tuple or kind is list:
+            return kind(self._wrap(v, context) for v in value)
         if value is None or _is_tf_operation(value):
             return DataOpRecord(None, None)
+        if isinstance(getattr(value, "shape", None), tuple):
+            self._tensor_types.add(kind)  # Next time straight to `_record`.
+            return self._record(value, context)
         return DataOpRecord(self.space_of(value, context), value)
 
-    def space_of(self, value: Any, context: RankContext) -> Optional[Space]:
-        shape = tuple(getattr(value, "shape", np.shape(value)))
-        batch = time = False
-        time_major = False
+    def _ranks(self, shape: Any, context: RankContext) -> tuple:
+        """(batch, time, time_major) flags of an output of `shape` computed from inputs in `context`."""
         if context.time_major and len(shape) >= 2 and shape[0] in context.time_sizes and \
                 shape[1] in context.batch_sizes:
-            batch = time = time_major = True
-        elif len(shape) >= 1 and shape[0] in context.batch_sizes:
-            batch = True
-            time = len(shape) >= 2 and shape[1] in context.time_sizes
-        return get_space_from_op(value, add_batch_rank=batch, add_time_rank=time, time_major=time_major)
+            return True, True, True
+        if len(shape) >= 1 and shape[0] in context.batch_sizes:
+            return True, len(shape) >= 2 and shape[1] in context.time_sizes, False
+        return False, False, False
+
+    def _record(self, value: Any, context: RankContext) -> DataOpRecord:
+        """The record of an output with a tuple `shape` (torch.Size, numpy shapes: plain ints)."""
+        shape = value.shape
+        batch, time, time_major = self._ranks(shape, context)
+        # Outputs mostly repeat a few (shape, dtype, ranks): one inferred space each, shared.
+        key = (type(value), shape, value.dtype, batch, time, time_major)
+        cached = _OUTPUT_SPACES.get(key)
+        if cached is None:
+            full_shape, dtype = shape_and_dtype(value)
+            cached = (space_from_shape(full_shape, dtype, batch, time, time_major, type(value).__name__),
+                      _leading(batch, time, time_major, shape))
+            if len(_OUTPUT_SPACES) >= _MAX_OUTPUT_SPACES:
+                _OUTPUT_SPACES.clear()
+            _OUTPUT_SPACES[key] = cached
+        return DataOpRecord(cached[0], value, cached[1], shared=True)
+
+    def space_of(self, value: Any, context: RankContext) -> Optional[Space]:
+        """The space inferred for output `value` of a graph function whose inputs gave `context`."""
+        if isinstance(getattr(value, "shape", None), tuple):
+            return self._record(value, context).space  # (The record's own copy.)
+        shape, dtype = shape_and_dtype(value)
+        batch, time, time_major = self._ranks(shape, context)
+        return space_from_shape(shape, dtype, batch, time, time_major, type(value).__name__)
+
+
+# (class, shape, dtype, batch, time, time-major) of graph-function outputs -> (their inferred space,
+# shared by their records (see `DataOpRecord`), which copy it before it reaches other code; their
+# records' `leading`).
+_OUTPUT_SPACES: dict = {}
+_MAX_OUTPUT_SPACES = 1024
 
 
 def _is_tf_operation(value: Any) -> bool:

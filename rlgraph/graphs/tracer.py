@@ -8,10 +8,10 @@ retried in the next build pass.
 """
 from __future__ import annotations
 
-import time
-from typing import Any, List, Set, Tuple
+from time import perf_counter
+from typing import Any, List, Optional, Set, Tuple
 
-from rlgraph.graphs.op_records import PendingRecord, has_pending, space_of, values_of
+from rlgraph.graphs.op_records import DataOpRecord, PendingInput, PendingRecord, space_of, unpack_records
 from rlgraph.utils.decorators import ApiInfo, GraphFnInfo
 from rlgraph.utils.ops import run_graph_fn
 from rlgraph.utils.rlgraph_errors import RLGraphError
@@ -24,46 +24,69 @@ class Deferred(Exception):
 class Tracer:
     """One build pass. `builder` completes components (`complete_component`)."""
 
-    def __init__(self, builder, trace_backend):
+    def __init__(self, builder, trace_backend, call_edges: Optional[set] = None):
         self.builder = builder
         self.trace = trace_backend
         self.backend_time = 0.0
         self.deferred: List[Tuple[str, str, str]] = []  # (component scope, graph_fn, reason)
-        self.edges: Set[Tuple[str, str]] = set()
-        self._stack: List[str] = []
+        # Call edges between nodes (global scope, API name) / (global scope, graph_fn name, True), added
+        # to `call_edges` if given; `edges` names them as the visualizations do.
+        self._edges: Set[tuple] = set() if call_edges is None else call_edges
+        self._stack: List[tuple] = []
+
+    @property
+    def edges(self) -> Set[Tuple[str, str]]:
+        """(caller, callee) node ids: "<global scope>.<API>" or "<global scope>.<graph_fn>()"."""
+        return edge_names(self._edges)
 
     # --- API methods -----------------------------------------------------------------------------
     def call_api(self, component, info: ApiInfo, args: tuple, kwargs: dict) -> Any:
-        bound = bind_api_args(component, info, args, kwargs)
-        for name, value in bound.items():
-            space = space_of(value)
-            if space is not None:
-                component.register_input_space(name, space, info.name)
-        node = f"{component.global_scope}.{info.name}"
-        if self._stack:
-            self.edges.add((self._stack[-1], node))
+        names = info.arg_names
+        if not kwargs and len(args) == len(names):
+            pairs = zip(names, args)  # All parameters given positionally (the usual call).
+        else:
+            pairs = None if kwargs else _positional_pairs(info, args)
+            if pairs is None:
+                pairs = bind_api_args(component, info, args, kwargs).items()
+        _register_inputs(component, info.name, pairs)
+        node = (component.global_scope, info.name)
+        stack = self._stack
+        if stack:
+            self._edges.add((stack[-1], node))
         if not component.input_complete and component.check_input_completeness():
             self.builder.complete_component(component)
-        self._stack.append(node)
+        stack.append(node)
         try:
             return info.func(component, *args, **kwargs)
         finally:
-            self._stack.pop()
+            stack.pop()
 
     # --- Graph functions -------------------------------------------------------------------------
     def call_graph_fn(self, component, info: GraphFnInfo, args: tuple, kwargs: dict) -> Any:
-        reason = self._not_ready(component, info, args, kwargs)
+        leaves: list = []
+        try:
+            values = []
+            for arg in args:
+                if type(arg) is DataOpRecord:
+                    leaves.append(arg)
+                    values.append(arg.value)
+                else:
+                    values.append(unpack_records(arg, leaves))
+            kw_values = {k: unpack_records(v, leaves) for k, v in kwargs.items()} if kwargs else {}
+        except PendingInput:
+            reason = "some of its inputs are not computed yet"
+        else:
+            ready = component.variables_created and not info.requires_variable_completeness
+            reason = None if ready else self._not_ready(component, info)
         if self._stack:
-            self.edges.add((self._stack[-1], f"{component.global_scope}.{info.name}()"))
+            self._edges.add((self._stack[-1], (component.global_scope, info.name, True)))
         if reason is not None:
             self.deferred.append((component.global_scope, info.name, reason))
             if info.returns:
                 pending = PendingRecord(reason)
                 return pending if info.returns == 1 else tuple(pending for _ in range(info.returns))
             raise Deferred(reason)
-        values = values_of(args)
-        kw_values = {k: values_of(v) for k, v in kwargs.items()}
-        start = time.perf_counter()
+        start = perf_counter()
         try:
             output = run_graph_fn(info, component, values, kw_values)
         except RLGraphError:
@@ -73,12 +96,11 @@ class Tracer:
                                f"{error})", where=component.global_scope,
                                received=_describe_inputs(info, args, kwargs)) from error
         finally:
-            self.backend_time += time.perf_counter() - start
-        return self.trace.to_records(output, [args, kwargs])
+            self.backend_time += perf_counter() - start
+        return self.trace.wrap_output(output, leaves)
 
-    def _not_ready(self, component, info: GraphFnInfo, args: tuple, kwargs: dict):
-        if has_pending(args) or has_pending(kwargs):
-            return "some of its inputs are not computed yet"
+    def _not_ready(self, component, info: GraphFnInfo):
+        """Why a graph function whose inputs are all computed cannot run yet (None: it can)."""
         if not component.variables_created:
             missing = component.missing_input_spaces()
             text = "; ".join(f"{api}({', '.join(a)})" for api, a in sorted(missing.items()))
@@ -89,26 +111,94 @@ class Tracer:
         return None
 
 
+def edge_names(edges: Set[tuple]) -> Set[Tuple[str, str]]:
+    """Names the raw call edges of `Tracer`: (caller, callee) node ids as the visualizations use them."""
+    names: dict = {}
+    for caller, callee in edges:
+        for node in (caller, callee):
+            if node not in names:
+                names[node] = f"{node[0]}.{node[1]}" + ("()" if len(node) > 2 else "")
+    return {(names[caller], names[callee]) for caller, callee in edges}
+
+
+def _register_inputs(component, api_name: str, pairs) -> None:
+    """Registers the spaces of (argument name, value) `pairs` with `component`."""
+    plain = _PLAIN_REGISTER.get(type(component))
+    if plain is None:
+        plain = _plain_register(type(component))
+    for name, value in pairs:
+        if type(value) is not DataOpRecord:
+            space = space_of(value)
+        elif value.shared and plain:
+            # The same shared space as registered last time, with nothing stored since: registering it
+            # again would change nothing. (Else the record gets its own copy, which is registered.)
+            seen = component.shared_input_spaces.get(name)
+            if seen is not None and seen[0] is value._space and component.api_method_inputs.get(name) is seen[1]:
+                continue
+            shared = value._space
+            component.register_input_space(name, value.space, api_name)
+            component.shared_input_spaces[name] = (shared, component.api_method_inputs.get(name))
+            continue
+        else:
+            space = value.space
+        if space is not None:
+            component.register_input_space(name, space, api_name)
+
+
+def _plain_register(cls: type) -> bool:
+    """Whether components of `cls` use `Component.register_input_space` as it is (no override)."""
+    from rlgraph.components.component import Component
+    plain = _PLAIN_REGISTER[cls] = cls.register_input_space is Component.register_input_space
+    return plain
+
+
+_PLAIN_REGISTER: dict = {}
+
+
 def bind_api_args(component, info: ApiInfo, args: tuple, kwargs: dict) -> dict:
     """Maps call arguments to parameter names ("name[i]" for `*args` items)."""
-    where = f"{component.global_scope}.{info.name}"
-    bound = {}
     names = info.arg_names
-    if len(args) > len(names) and info.var_positional is None:
-        raise RLGraphError(f"too many positional arguments for API method '{info.name}'", where=where,
+    if len(args) <= len(names):
+        bound = dict(zip(names, args))
+    elif info.var_positional is None:
+        raise RLGraphError(f"too many positional arguments for API method '{info.name}'",
+                           where=f"{component.global_scope}.{info.name}",
                            expected=f"at most {len(names)} ({', '.join(names)})", received=len(args))
-    for i, value in enumerate(args):
-        key = names[i] if i < len(names) else f"{info.var_positional}[{i - len(names)}]"
-        bound[key] = value
+    else:
+        bound = dict(zip(names, args))
+        for i in range(len(names), len(args)):
+            bound[f"{info.var_positional}[{i - len(names)}]"] = args[i]
     for key, value in kwargs.items():
         if key in bound:
-            raise RLGraphError(f"argument '{key}' given twice", where=where)
+            raise RLGraphError(f"argument '{key}' given twice", where=f"{component.global_scope}.{info.name}")
         bound[key] = value
-    missing = [n for n in info.required if n not in bound]
-    if missing:
-        raise RLGraphError(f"API method '{info.name}' called without required argument(s) {missing}",
-                           where=where, expected=f"arguments ({', '.join(names)})")
+    for name in info.required:
+        if name not in bound:
+            missing = [n for n in info.required if n not in bound]
+            raise RLGraphError(f"API method '{info.name}' called without required argument(s) {missing}",
+                               where=f"{component.global_scope}.{info.name}",
+                               expected=f"arguments ({', '.join(names)})")
     return bound
+
+
+def _positional_pairs(info: ApiInfo, args: tuple):
+    """(name, value) pairs of a call without keyword arguments that binds without error, else None
+    (then `bind_api_args` binds it or raises)."""
+    names = info.arg_names
+    if len(args) <= len(names):
+        required = info.required
+        if len(required) <= len(args) and required == names[:len(required)]:
+            return zip(names, args)
+        return None
+    if names or info.var_positional is None:
+        return None
+    keys = _VAR_KEYS.get(info.var_positional, ())
+    if len(keys) < len(args):
+        keys = _VAR_KEYS[info.var_positional] = [f"{info.var_positional}[{i}]" for i in range(len(args) + 4)]
+    return zip(keys, args)
+
+
+_VAR_KEYS: dict = {}  # `*args` parameter name -> ["name[0]", "name[1]", ...]
 
 
 def _describe_inputs(info: GraphFnInfo, args: tuple, kwargs: dict) -> str:

@@ -51,11 +51,33 @@ class BoxSpace(Space):
                                         received=f"low={np.shape(low)}, high={np.shape(high)}")
             shape = shapes.pop() if shapes else ()
         self._shape = _as_shape(shape, where)
-        self.low = self._bound_array(low, "low")
-        self.high = self._bound_array(high, "high")
-        if self.low.size and self._dtype.kind not in "US" and np.any(self.low > self.high):
+        self._set_bounds(low, high)
+
+    # --- Bounds --------------------------------------------------------------------------------
+    # Scalar bounds (the usual case, and always for spaces inferred from data) are kept as numpy
+    # scalars; `low`/`high` arrays of `shape` are made on first access. Array bounds are stored
+    # as arrays right away.
+    def _set_bounds(self, low: Any, high: Any) -> None:
+        where = type(self).__name__
+        if np.ndim(low) == 0 and np.ndim(high) == 0:
+            self._low_fill, self._high_fill = self._bound_scalar(low, "low"), self._bound_scalar(high, "high")
+            self._low = self._high = None
+            out_of_order = self._dtype.kind not in "US" and self._size() > 0 and self._low_fill > self._high_fill
+        else:
+            self._low_fill = self._high_fill = None
+            self._low, self._high = self._bound_array(low, "low"), self._bound_array(high, "high")
+            out_of_order = self._low.size and self._dtype.kind not in "US" and np.any(self._low > self._high)
+        if out_of_order:
             raise RLGraphSpaceError(None, "low must not exceed high", where=where,
                                     received=f"low={low!r}, high={high!r}")
+
+    def _bound_scalar(self, bound: Any, name: str) -> np.generic:
+        try:
+            return np.asarray(bound, dtype=self._bounds_dtype())[()]
+        except ValueError:
+            raise RLGraphSpaceError(None, f"{name} does not fit the shape", where=type(self).__name__,
+                                    expected=f"a scalar or an array of shape {self._shape}",
+                                    received=f"shape {np.shape(bound)}") from None
 
     def _bound_array(self, bound: Any, name: str) -> np.ndarray:
         try:
@@ -64,6 +86,52 @@ class BoxSpace(Space):
             raise RLGraphSpaceError(None, f"{name} does not fit the shape", where=type(self).__name__,
                                     expected=f"a scalar or an array of shape {self._shape}",
                                     received=f"shape {np.shape(bound)}") from None
+
+    def _size(self) -> int:
+        size = 1
+        for dim in self._shape:
+            size *= dim
+        return size
+
+    def _lazy_bounds(self) -> bool:
+        """Whether both bounds are still the scalars given (no array handed out yet)."""
+        return self._low is None and self._high is None
+
+    @property
+    def low(self) -> np.ndarray:
+        """Lower bounds, an array of `shape`."""
+        if self._low is None:
+            self._low = np.full(self._shape, self._low_fill)
+        return self._low
+
+    @low.setter
+    def low(self, value: Any) -> None:
+        self._low = self._bound_array(value, "low")
+
+    @property
+    def high(self) -> np.ndarray:
+        """Upper bounds, an array of `shape`."""
+        if self._high is None:
+            self._high = np.full(self._shape, self._high_fill)
+        return self._high
+
+    @high.setter
+    def high(self, value: Any) -> None:
+        self._high = self._bound_array(value, "high")
+
+    def _fresh_copy(self) -> "BoxSpace":
+        """A copy of a space that never handed out its bounds or seeded a generator (fast: no validation)."""
+        clone = object.__new__(type(self))
+        clone.__dict__ = self.__dict__.copy()
+        return clone
+
+    def __setstate__(self, state: dict) -> None:
+        # Pickles from before the lazy bounds hold `low`/`high` arrays under those names.
+        if "low" in state:
+            state = dict(state)
+            state["_low"], state["_high"] = state.pop("low"), state.pop("high")
+            state["_low_fill"] = state["_high_fill"] = None
+        self.__dict__.update(state)
 
     def _bounds_dtype(self) -> np.dtype:
         """The dtype of the `low`/`high` arrays (IntBox widens it: its exclusive high may not fit)."""
@@ -94,6 +162,8 @@ class BoxSpace(Space):
     @property
     def global_bounds(self) -> Union[tuple, bool]:
         """(low, high) as scalars if every element shares them, else False."""
+        if self._lazy_bounds():
+            return False if self._size() == 0 else (self._low_fill.item(), self._high_fill.item())
         if self.low.size == 0:
             return False
         low, high = self.low.flat[0], self.high.flat[0]
@@ -157,9 +227,12 @@ class BoxSpace(Space):
 
     # --- Comparison ----------------------------------------------------------------------------
     def __eq__(self, other: Any) -> bool:
-        return (type(self) is type(other) and self._shape == other._shape and self._dtype == other._dtype
-                and self._ranks_equal(other) and np.array_equal(self.low, other.low)
-                and np.array_equal(self.high, other.high))
+        if not (type(self) is type(other) and self._shape == other._shape and self._dtype == other._dtype
+                and self._ranks_equal(other)):
+            return False
+        if self._lazy_bounds() and other._lazy_bounds():
+            return self._size() == 0 or bool(self._low_fill == other._low_fill and self._high_fill == other._high_fill)
+        return np.array_equal(self.low, other.low) and np.array_equal(self.high, other.high)
 
     def __ne__(self, other: Any) -> bool:
         return not self == other

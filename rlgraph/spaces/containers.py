@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import abc
-import copy
 from typing import Any, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
-from rlgraph.spaces.space import RankFlag, Space
+from rlgraph.spaces.space import RankFlag, Space, copy_attribute
 from rlgraph.utils.nest import tuple_key
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 
@@ -103,11 +102,11 @@ class ContainerSpace(Space):
             return False
 
     def __deepcopy__(self, memo):
-        clone = self._rebuild([copy.deepcopy(child, memo) for _, child in self._children()])
+        clone = self._rebuild([_copy_child(child, memo) for _, child in self._children()])
         clone = type(self)._from_children(clone)
         memo[id(self)] = clone
         for key, value in self.__dict__.items():
-            setattr(clone, key, copy.deepcopy(value, memo))
+            setattr(clone, key, copy_attribute(value, memo))
         return clone
 
     def _repr_body(self) -> str:
@@ -115,6 +114,12 @@ class ContainerSpace(Space):
 
     def _ranks_and_type_equal(self, other: Any) -> bool:
         return type(self) is type(other) and self._ranks_equal(other)
+
+
+def _copy_child(child: Space, memo: dict) -> Space:
+    """`copy.deepcopy(child, memo)` for a child space (skips the copy module's dispatch)."""
+    copied = memo.get(id(child))
+    return child.__deepcopy__(memo) if copied is None else copied
 
 
 def _child_space(spec: Any, where: str) -> Space:

@@ -46,9 +46,14 @@ class IntBox(BoxSpace):
         high = info.max if high is None else high
         super().__init__(low=low, high=high, shape=shape, add_batch_rank=add_batch_rank, add_time_rank=add_time_rank,
                          time_major=time_major, dtype=np_dtype)
-        if self._bounded and self.low.size and np.any(self.high <= self.low):
+        if self._bounded and self._size() and self._any_high_not_above_low():
             raise RLGraphSpaceError(None, "high (exclusive) must be greater than low", where="IntBox",
                                     received=f"low={self.low.tolist()}, high={self.high.tolist()}")
+
+    def _any_high_not_above_low(self) -> bool:
+        if self._lazy_bounds():
+            return bool(self._high_fill <= self._low_fill)
+        return bool(np.any(self.high <= self.low))
 
     def _bounds_dtype(self) -> np.dtype:
         return np.dtype(np.uint64 if self._dtype == np.uint64 else np.int64)
@@ -56,8 +61,10 @@ class IntBox(BoxSpace):
     @property
     def num_categories(self) -> int:
         """high - low if all elements share bounded global bounds, else 0."""
+        if not self._bounded:
+            return 0
         bounds = self.global_bounds
-        if not self._bounded or bounds is False:
+        if bounds is False:
             return 0
         return int(bounds[1] - bounds[0])
 

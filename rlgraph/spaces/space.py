@@ -80,7 +80,7 @@ class Space(Specifiable, abc.ABC):
     def with_extra_ranks(self, add_batch_rank: Optional[RankFlag] = True, add_time_rank: Optional[RankFlag] = True,
                          time_major: Optional[bool] = False) -> "Space":
         """A deep copy with batch/time flags and time-majorness set; None leaves a property as is."""
-        clone = copy.deepcopy(self)
+        clone = self.__deepcopy__({})  # = copy.deepcopy(self), without its dispatch.
         clone._set_ranks(add_batch_rank, add_time_rank, time_major)
         return clone
 
@@ -234,12 +234,30 @@ class Space(Specifiable, abc.ABC):
     @classmethod
     def from_spec(cls, spec: Any = None, **kwargs) -> "Space":
         """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict."""
+        if not kwargs and isinstance(spec, cls):
+            return spec
         from rlgraph.spaces.containers import Dict, Tuple
         if isinstance(spec, (list, tuple)) and not isinstance(spec, Space):
             return Tuple(list(spec), **kwargs)
         if isinstance(spec, dict) and not isinstance(spec, Space) and "type" not in spec and cls in (Space, Dict):
             return Dict(spec, **kwargs)
+        if type(spec) is type and not kwargs:
+            return cls._from_python_type(spec)
         return super().from_spec(spec, **kwargs)
+
+    @classmethod
+    def _from_python_type(cls, spec: type) -> "Space":
+        # `float`, `int`, `bool`, `str` (e.g. an agent's time_percentage argument): the generic spec
+        # path inspects constructor signatures on every call, so the box is made once per class.
+        key = (cls, spec)
+        ctor = cls.__lookup_classes__.get(spec)
+        cached = _PYTHON_TYPE_SPACES.get(key)
+        if cached is None or cached[0] is not ctor:
+            space = super().from_spec(spec)
+            if not hasattr(space, "_fresh_copy"):
+                return space
+            cached = _PYTHON_TYPE_SPACES[key] = (ctor, space)
+        return cached[1]._fresh_copy()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._repr_body()}{self._repr_flags()})"
@@ -265,9 +283,42 @@ class Space(Specifiable, abc.ABC):
         # A seeded generator is copied too, so copies sample reproducibly but independently.
         clone = type(self).__new__(type(self))
         memo[id(self)] = clone
-        for key, value in self.__dict__.items():
-            setattr(clone, key, copy.deepcopy(value, memo))
+        state = self.__dict__.copy()
+        for key, value in state.items():
+            if type(value) not in _SHAREABLE:
+                state[key] = copy_attribute(value, memo)
+        clone.__dict__ = state
         return clone
+
+
+def copy_attribute(value: Any, memo: dict) -> Any:
+    """`copy.deepcopy(value, memo)` for a space's attribute, sharing immutable values (numbers,
+    strings, dtypes, shapes) and copying numeric arrays directly."""
+    kind = type(value)
+    if kind in _SHAREABLE:
+        return value
+    if kind is tuple:
+        for item in value:
+            if type(item) is not int:
+                return copy.deepcopy(value, memo)
+        return value
+    if kind is np.ndarray and value.dtype.kind in "biufUS":
+        copied = memo.get(id(value))
+        if copied is None:
+            copied = memo[id(value)] = value.copy(order="K")
+        return copied
+    if isinstance(value, (np.dtype, np.generic)):
+        _SHAREABLE.add(kind)  # numpy's dtype and scalar classes
+        return value
+    return copy.deepcopy(value, memo)
+
+
+# Classes of immutable attribute values (numpy's dtype and scalar classes join on first sight).
+_SHAREABLE = {bool, int, float, str, type(None)}
+
+
+# (class, python type) -> (the class it resolved to, an unseeded box never handed out).
+_PYTHON_TYPE_SPACES: dict = {}
 
 
 class _Absent:

@@ -30,6 +30,14 @@ def check_space_equivalence(space1: Space, space2: Space) -> Union[Space, bool]:
     Returns:
         The more generic space, or False.
     """
+    kind = type(space1)
+    if kind is type(space2) and kind in _BOX_TYPES and space1._shape == space2._shape and \
+            space1._dtype == space2._dtype and space1._batch_rank == space2._batch_rank and \
+            space1._time_rank == space2._time_rank and space1.time_major == space2.time_major:
+        # The same space again (the common case of a repeated call): only categories can differ.
+        if kind is IntBox and space1.num_categories != space2.num_categories:
+            return False
+        return space1
     if isinstance(space1, ContainerSpace) or isinstance(space2, ContainerSpace):
         return _container_equivalence(space1, space2)
     if type(space1) is not type(space2) or space1.dtype != space2.dtype:
@@ -41,6 +49,10 @@ def check_space_equivalence(space1: Space, space2: Space) -> Union[Space, bool]:
     if len(full1) != len(full2) or any(a is not None and b is not None and a != b for a, b in zip(full1, full2)):
         return False
     return space2 if full2.count(None) > full1.count(None) else space1
+
+
+# The box classes whose equivalence check may take the shortcut above (subclasses take the full path).
+_BOX_TYPES = frozenset({FloatBox, IntBox, BoolBox, TextBox})
 
 
 def _container_equivalence(space1: Any, space2: Any) -> Union[Space, bool]:
@@ -87,18 +99,48 @@ def get_space_from_op(op: Any, add_batch_rank: bool = False, add_time_rank: bool
     if isinstance(op, tuple):
         return Tuple(*[get_space_from_op(v, add_batch_rank, add_time_rank, time_major) for v in op],
                      add_batch_rank=add_batch_rank, add_time_rank=add_time_rank, time_major=time_major)
-    shape, dtype = _shape_and_dtype(op)
-    leading = next((i for i, d in enumerate(shape) if d is not None), len(shape))
-    batch, time = add_batch_rank or leading >= 1, add_time_rank or leading >= 2
-    strip = int(bool(batch)) + int(bool(time))
+    shape, dtype = shape_and_dtype(op)
+    return space_from_shape(shape, dtype, add_batch_rank, add_time_rank, time_major, what=type(op).__name__)
+
+
+def space_from_shape(shape: tuple, dtype: np.dtype, add_batch_rank: bool = False, add_time_rank: bool = False,
+                     time_major: bool = False, what: str = "data") -> Space:
+    """The primitive space of data with full `shape` (batch/time dims included) and numpy `dtype`.
+
+    Like `get_space_from_op` for one array or tensor whose shape and dtype are known already
+    (`shape_and_dtype`); leading None dims become the batch (then time) rank.
+    """
+    if None in shape:
+        leading = next((i for i, d in enumerate(shape) if d is not None), len(shape))
+        batch, time = add_batch_rank or leading >= 1, add_time_rank or leading >= 2
+    else:
+        batch, time = add_batch_rank, add_time_rank
+    key = (shape, dtype, bool(batch), bool(time), bool(time_major))
+    template = _DATA_SPACES.get(key)
+    if template is None:
+        template = _new_data_space(shape, dtype, *key[2:], what=what)
+        if len(_DATA_SPACES) >= _MAX_DATA_SPACES:
+            _DATA_SPACES.clear()
+        _DATA_SPACES[key] = template
+    return template._fresh_copy()
+
+
+# Inferred spaces, validated once per (full shape, dtype, ranks) and handed out as fresh copies:
+# a build infers a space for every graph-function output, mostly the same few.
+_DATA_SPACES: dict = {}
+_MAX_DATA_SPACES = 1024
+
+
+def _new_data_space(shape: tuple, dtype: np.dtype, batch: bool, time: bool, time_major: bool, what: str) -> Space:
+    strip = int(batch) + int(time)
     if len(shape) < strip:
         raise RLGraphSpaceError(None, "data has fewer dims than the requested batch/time ranks",
                                 where="get_space_from_op", expected=f"at least {strip} dims", received=shape)
-    shape = tuple(shape[strip:])
+    full_shape, shape = shape, tuple(shape[strip:])
     if None in shape:
         raise RLGraphSpaceError(None, "only the leading (batch/time) dims may be unknown", where="get_space_from_op",
-                                received=tuple(_shape_and_dtype(op)[0]))
-    ranks = dict(add_batch_rank=bool(batch), add_time_rank=bool(time), time_major=time_major)
+                                received=full_shape)
+    ranks = dict(add_batch_rank=batch, add_time_rank=time, time_major=time_major)
     kind = dtype.kind
     if kind == "f":
         return FloatBox(shape=shape, dtype=dtype, **ranks)
@@ -109,26 +151,41 @@ def get_space_from_op(op: Any, add_batch_rank: bool = False, add_time_rank: bool
     if kind in "USO":
         return TextBox(shape=shape, **ranks)
     raise RLGraphSpaceError(None, "cannot infer a space from this data", where="get_space_from_op",
-                            expected="numeric, bool or string data", received=f"{type(op).__name__} of dtype {dtype}")
+                            expected="numeric, bool or string data", received=f"{what} of dtype {dtype}")
 
 
-def _shape_and_dtype(op: Any) -> TupleT[tuple, np.dtype]:
-    if isinstance(op, (bool, np.bool_)):
-        return (), np.dtype(np.bool_)
-    if isinstance(op, (int, float, str, bytes, list, np.ndarray, np.generic)):
-        array = np.asarray(op)
-        if isinstance(op, int):
-            array = array.astype(np.int32)
-        elif isinstance(op, float):
-            array = array.astype(np.float32)
-        return array.shape, array.dtype
-    if hasattr(op, "shape") and hasattr(op, "dtype"):
-        shape = op.shape
-        shape = shape.as_list() if hasattr(shape, "as_list") else list(shape)
-        return tuple(None if d is None else int(d) for d in shape), convert_dtype(op.dtype, to="np")
-    raise RLGraphSpaceError(None, "cannot infer a space from this object", where="get_space_from_op",
-                            expected="an array, a tensor, a python scalar/string or a dict/tuple of those",
-                            received=type(op).__name__)
+# Backend dtype objects (torch.float32, tf.int64, ...) -> numpy dtype.
+_TENSOR_DTYPES: dict = {}
+# Classes whose objects were read through `.shape`/`.dtype` (backend tensors and tensor specs).
+_TENSOR_TYPES: set = set()
+
+
+def shape_and_dtype(op: Any) -> TupleT[tuple, np.dtype]:
+    """(shape with None for unknown dims, numpy dtype) of an array, tensor, tensor spec or python value."""
+    if type(op) not in _TENSOR_TYPES:
+        if isinstance(op, (bool, np.bool_)):
+            return (), np.dtype(np.bool_)
+        if isinstance(op, (int, float, str, bytes, list, np.ndarray, np.generic)):
+            array = np.asarray(op)
+            if isinstance(op, int):
+                array = array.astype(np.int32)
+            elif isinstance(op, float):
+                array = array.astype(np.float32)
+            return array.shape, array.dtype
+        if not (hasattr(op, "shape") and hasattr(op, "dtype")):
+            raise RLGraphSpaceError(None, "cannot infer a space from this object", where="get_space_from_op",
+                                    expected="an array, a tensor, a python scalar/string or a dict/tuple of those",
+                                    received=type(op).__name__)
+        _TENSOR_TYPES.add(type(op))
+    shape = op.shape
+    if hasattr(shape, "as_list"):
+        shape = shape.as_list()
+    dtype = _TENSOR_DTYPES.get(op.dtype)
+    if dtype is None:
+        dtype = _TENSOR_DTYPES[op.dtype] = convert_dtype(op.dtype, to="np")
+    if None in shape:
+        return tuple(None if d is None else int(d) for d in shape), dtype
+    return tuple(map(int, shape)), dtype
 
 
 # --- Sanity checks -------------------------------------------------------------------------------
