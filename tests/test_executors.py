@@ -178,15 +178,25 @@ def test_optional_arguments_with_a_space_can_be_left_out(backend):
     test.test(("scale", [np.array([1.0, 2.0]), 3.0, 0.0]), expected_outputs=np.array([3.0, 6.0]))
 
 
-def test_pytorch_flush_denormal_setting():
+class TinyTimes(Component):
+    """Multiplies its input by a float32 subnormal: 0 under flush-to-zero, 1e-39 * x otherwise."""
+
+    @rlgraph_api
+    def _graph_fn_run(self, x):
+        import torch
+        return x * torch.tensor(1e-39, dtype=torch.float32)
+
+
+def test_pytorch_flush_denormal_is_scoped_to_api_calls():
     pytest.importorskip("torch")
-    import torch
-    tiny = torch.tensor([1e-39], dtype=torch.float32)  # A subnormal float32.
-    try:
-        ComponentTest(Scale(scope="s"), input_spaces=dict(x=FloatBox(shape=(2,))), backend="pytorch")
-        assert (tiny * 1.0).item() == 0.0  # Default: flushed to zero.
-        ComponentTest(Scale(scope="s"), input_spaces=dict(x=FloatBox(shape=(2,))), backend="pytorch",
-                      execution_spec={"torch_flush_denormal": False})
-        assert (tiny * 1.0).item() == pytest.approx(1e-39, rel=1e-3)
-    finally:
-        torch.set_flush_denormal(False)
+    space = dict(x=FloatBox(shape=(2,)))
+    x = np.array([1.0, 2.0], np.float32)
+    tiny = 5e-324  # The smallest double: a subnormal that flush-to-zero turns into 0.
+    # Default: subnormal results inside the call are flushed; the thread's setting is back to off after it.
+    flushed = ComponentTest(TinyTimes(scope="t"), input_spaces=space, backend="pytorch").test(("run", x))
+    np.testing.assert_array_equal(flushed, [0.0, 0.0])
+    assert tiny * 1.0 != 0.0
+    kept = ComponentTest(TinyTimes(scope="t"), input_spaces=space, backend="pytorch",
+                         execution_spec={"torch_flush_denormal": False}).test(("run", x))
+    np.testing.assert_allclose(kept, [1e-39, 2e-39], rtol=1e-3)
+    assert tiny * 1.0 != 0.0

@@ -46,8 +46,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode",
             "torch_call_plans", "torch_flush_denormal"}; max_timesteps are the env steps over which
             time_percentage goes from 0 to 1 (schedules); torch_call_plans (default True) turns
-            PyTorch's call plans on or off; torch_flush_denormal (default True) sets
-            torch.set_flush_denormal (process-wide) when the agent is built.
+            PyTorch's call plans on or off; torch_flush_denormal (default True) runs each
+            PyTorch API call with flush-to-zero for subnormal floats (off again after the call).
         optimizer_spec: The optimizer spec (e.g. {"type": "adam", "learning_rate": 1e-3}).
         observe_spec: {"buffer_enabled", "buffer_size"}.
         update_spec: {"do_updates", "update_mode", "update_interval", "steps_before_update",

@@ -18,8 +18,8 @@ than from `learning_starts`, does about 1% more updates: `num_updates` in each r
 
 Most of the time goes into the 128 updates per 256 env steps. With ReLU nets, Adam's moments
 of dead units decay into subnormal floats, which slow CPU arithmetic down. rlgraph's PyTorch
-executor turns on torch's flush-to-zero by default (`execution_spec.torch_flush_denormal`, as
-TensorFlow does on CPUs); SB3 leaves it off. `--flush-denormal default` (the default) runs each
+executor runs its API calls with flush-to-zero by default (`execution_spec.torch_flush_denormal`,
+as TensorFlow's CPU kernels do); SB3 leaves it off. `--flush-denormal default` (the default) runs each
 library with its own default; `on` or `off` sets it the same for both.
 
     rlgraph benchmark dqn-sb3                       # PyTorch, 50,000 steps x seeds 1 2 3
@@ -28,6 +28,7 @@ library with its own default; `on` or `off` sets it the same for both.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import statistics
@@ -128,11 +129,19 @@ def greedy_return(act: Callable[[np.ndarray], Any], seed: int, episodes: int) ->
     return float(np.mean(returns))
 
 
-def set_torch_state(threads: int, flush_denormal: bool) -> None:
-    """Sets torch's process-wide knobs before each run, so that no run inherits another's."""
+@contextlib.contextmanager
+def torch_state(threads: int, flush_denormal: bool):
+    """Sets torch's thread count and this thread's flush-to-zero flag for one run; restores both
+    afterwards, so that no run (and nothing after the benchmark) inherits another's."""
     import torch
+    previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     torch.set_flush_denormal(flush_denormal)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(previous)
 
 
 def run_rlgraph(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: int, threads: int,
@@ -140,19 +149,21 @@ def run_rlgraph(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: 
     """Builds rlgraph's DQN (untimed), times `execute_timesteps(steps)`, then evaluates greedily."""
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.training import make_agent_and_env, resolve_config
-    set_torch_state(threads, flush_denormal)
     config = rlgraph_config(base, hp, backend, steps, seed, threads)
-    config["execution_spec"]["torch_flush_denormal"] = flush_denormal  # (Set again when the agent builds.)
+    # rlgraph's executor switches flush-to-zero on for each API call when this is True.
+    config["execution_spec"]["torch_flush_denormal"] = flush_denormal
     config = resolve_config(config)
-    agent, env_spec = make_agent_and_env(config)
-    worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=seed)
-    try:
-        wall, cpu = time.perf_counter(), time.process_time()
-        stats = worker.execute_timesteps(steps)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        final = greedy_return(lambda obs: agent.get_action(obs, use_exploration=False), seed + 10_000, eval_episodes)
-    finally:
-        worker.terminate()
+    with torch_state(threads, False):
+        agent, env_spec = make_agent_and_env(config)
+        worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=seed)
+        try:
+            wall, cpu = time.perf_counter(), time.process_time()
+            stats = worker.execute_timesteps(steps)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            final = greedy_return(lambda obs: agent.get_action(obs, use_exploration=False), seed + 10_000,
+                                  eval_episodes)
+        finally:
+            worker.terminate()
     env_steps = int(stats["timesteps_executed"])
     row = _row(f"rlgraph-{backend}", seed, wall, cpu, env_steps, agent.num_updates, final)
     row.update(act_s=stats["act_time"], env_s=stats["env_time"], update_s=stats["update_time"])
@@ -163,10 +174,14 @@ def run_rlgraph(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: 
 def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episodes: int,
             flush_denormal: bool = False) -> Dict[str, Any]:
     """Builds SB3's DQN (untimed), times `model.learn(steps)`, then evaluates greedily."""
-    import gymnasium as gym
     sb3 = import_optional("stable_baselines3", package="stable-baselines3", where=f"benchmark {NAME}",
                           hint=INSTALL_HINT)
-    set_torch_state(threads, flush_denormal)
+    with torch_state(threads, flush_denormal):
+        return _train_sb3(sb3, hp, steps, seed, eval_episodes)
+
+
+def _train_sb3(sb3: Any, hp: Dict[str, Any], steps: int, seed: int, eval_episodes: int) -> Dict[str, Any]:
+    import gymnasium as gym
     model = sb3.DQN(
         "MlpPolicy", gym.make(ENV_ID), learning_rate=hp["learning_rate"], buffer_size=hp["buffer_size"],
         learning_starts=hp["learning_starts"], batch_size=hp["batch_size"], gamma=hp["gamma"],

@@ -13,6 +13,9 @@ from rlgraph.graphs.plans import PlanCache, input_key
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
+_SUBNORMAL, _ONE = 5e-324, 1.0  # (Module globals, so the product is not folded at compile time.)
+
+
 class PyTorchExecutor(GraphExecutor):
     """Calls root API methods directly; methods declared `no_grad=True` run under
     `torch.no_grad()`. `store_model` writes a dict of tensors (`torch.save`), `export_graph` a
@@ -25,12 +28,13 @@ class PyTorchExecutor(GraphExecutor):
         threads = self.execution_spec.get("torch_num_threads")
         if threads:
             torch.set_num_threads(int(threads))
-        # Flush-to-zero for subnormal floats (as TensorFlow does by default on CPUs): Adam's second
-        # moments of rarely active units decay into subnormals, whose arithmetic is ~10-100x slower.
-        # A process-wide CPU setting; execution_spec {"torch_flush_denormal": False} turns it off.
-        flush = self.execution_spec.get("torch_flush_denormal", True)
-        if flush is not None:
-            torch.set_flush_denormal(bool(flush))
+        # Flush-to-zero for subnormal floats during API calls (TensorFlow's kernels do the same on
+        # CPUs): Adam's second moments of rarely active units decay into subnormals, whose arithmetic
+        # is ~10-100x slower. The CPU flag is per thread and process-visible (numpy, Python floats), so
+        # it is switched on for each call and back off after it; execution_spec
+        # {"torch_flush_denormal": False} leaves the thread's setting alone.
+        self._flush_denormal = bool(self.execution_spec.get("torch_flush_denormal", True))
+        self._set_flush_denormal = torch.set_flush_denormal
 
     def _after_build(self) -> None:
         import torch
@@ -53,15 +57,21 @@ class PyTorchExecutor(GraphExecutor):
     def _call_api(self, name: str, tensors: list) -> Any:
         method, no_grad = self._methods[name]
         plans = self.plans
+        # Subnormal * 1.0 stays non-zero unless flush-to-zero is already on (~30 ns to ask).
+        flush = self._flush_denormal and _SUBNORMAL * _ONE != 0.0
         with backend_scope("pytorch"):
             if no_grad:
                 grad_enabled = self._is_grad_enabled()
                 self._set_grad_enabled(False)
+            if flush:
+                self._set_flush_denormal(True)
             try:
                 if plans is None:
                     return method(*tensors)
                 return plans.call(name, method, tensors, input_key(tensors))
             finally:
+                if flush:
+                    self._set_flush_denormal(False)
                 if no_grad:
                     self._set_grad_enabled(grad_enabled)
 
