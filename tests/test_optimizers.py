@@ -192,6 +192,23 @@ def test_two_steps_match_numpy_rule(backend, case):
             np.testing.assert_allclose(weights[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=f"{key} {steps}")
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_pytorch_adam_fused_and_multi_tensor_paths_match_numpy_rule(monkeypatch, fused):
+    """PyTorch's Adam runs torch's fused kernel on CPU; without it, multi-tensor ops: both follow the rule."""
+    pytest.importorskip("torch")
+    from rlgraph.components.optimizers import adam_optimizer
+    if not fused:
+        monkeypatch.setattr(adam_optimizer, "FUSED_DEVICE_TYPES", ())
+    root, test = _build("pytorch", AdamOptimizer(0.05, beta_1=0.8, beta_2=0.9, epsilon=1e-3))
+    for _ in range(3):
+        test.test(("update", [X, Y]))
+    expected = _reference_steps(_adam_rule(rnp.adam_update, 0.05, beta_1=0.8, beta_2=0.9, epsilon=1e-3), 3)
+    weights = _weights(test, root)
+    for key in KEYS:
+        np.testing.assert_allclose(weights[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    assert int(test.test("slots")["step-count"]) == 3
+
+
 def test_adam_slots_and_step_count(backend):
     root, test = _build(backend, AdamOptimizer(0.05, beta_1=0.8, beta_2=0.9))
     test.test(("update", [X, Y]), ("update", [X, Y]))

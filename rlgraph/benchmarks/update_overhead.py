@@ -6,7 +6,8 @@ and target weights and does the same maths on the same batch (numpy in, as the a
 
 - PyTorch: `nn.Sequential` online and target networks; the greedy next action from the online
   network, its target Q-value, the TD target under `no_grad`; `smooth_l1_loss` (Huber, delta 1);
-  `zero_grad`, `backward`, `torch.optim.Adam(eps=1e-7)` step; the loss as a python float.
+  `zero_grad`, `backward`, `torch.optim.Adam(eps=1e-7, fused=True)` step; the loss as a python float. Like
+  the agent's calls, the step runs with flush-to-zero for subnormal floats.
 - TF: one `tf.function` with a `GradientTape` over the same maths and Adam written out with
   the same rule (m, v, bias correction) in TF ops.
 
@@ -41,9 +42,17 @@ def raw_torch_step(online_layers, target_layers, batch: dict, discount: float, l
     """fn() -> loss: one hand-written double-DQN Adam step on `batch`."""
     import torch
     online, target = torch_network(online_layers), torch_network(target_layers)
-    optimizer = torch.optim.Adam(online.parameters(), lr=learning_rate, eps=1e-7)
+    # fused=True: torch's fused Adam kernel, which the agent's AdamOptimizer also runs on CPU/CUDA.
+    optimizer = torch.optim.Adam(online.parameters(), lr=learning_rate, eps=1e-7, fused=True)
 
     def step():
+        torch.set_flush_denormal(True)  # As the agent runs its updates (execution_spec torch_flush_denormal).
+        try:
+            return train()
+        finally:
+            torch.set_flush_denormal(False)
+
+    def train():
         s, sp = torch.as_tensor(batch["states"]), torch.as_tensor(batch["next_states"])
         a = torch.as_tensor(batch["actions"]).long()
         r, done = torch.as_tensor(batch["rewards"]), torch.as_tensor(batch["terminals"])

@@ -227,8 +227,9 @@ class DQNLossFunction(LossFunction):
             return loss
         import torch
         if self.huber_loss:
-            abs_td = td_error.abs()
-            loss = torch.where(abs_td <= delta, 0.5 * td_error ** 2, delta * (abs_td - 0.5 * delta))
+            # One fused op (and backward node) instead of the where/abs/square composition above.
+            loss = torch.nn.functional.huber_loss(td_error, torch.zeros_like(td_error), reduction="none",
+                                                  delta=delta)
         else:
             loss = 0.5 * td_error ** 2
         if self.importance_weights:

