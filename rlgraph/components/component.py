@@ -18,6 +18,8 @@ from rlgraph.utils.specifiable import Specifiable
 # Class object -> {api name: (ApiInfo, wrapper)} / {graph_fn name: GraphFnInfo}, own methods only.
 _CLASS_APIS: Dict[type, Dict[str, tuple]] = {}
 _CLASS_GRAPH_FNS: Dict[type, Dict[str, GraphFnInfo]] = {}
+# Class object -> the argument names its instances need spaces for (see `Component._required_arg_names`).
+_CLASS_REQUIRED_ARGS: Dict[type, tuple] = {}
 
 
 class Component(ComponentVariablesMixin, Specifiable):
@@ -69,7 +71,7 @@ class Component(ComponentVariablesMixin, Specifiable):
         self.input_complete = False
         self.variable_complete = False
         self._incomplete_at: Optional[tuple] = None  # (inputs, APIs, API changes) when last found incomplete.
-        self._lacking_apis: List[ApiInfo] = []  # The API methods that lacked a space then.
+        self._lacking_args: List[str] = []  # The argument names that lacked a space then.
         self._api_changes = 0
         self._init_variable_state()
         if sub_components:
@@ -175,16 +177,13 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def get_all_sub_components(self, list_: Optional[list] = None, level_: int = 0) -> List["Component"]:
         """All components of this sub-tree, deepest level first, this component last."""
-        levels: List[List[Component]] = []
-
-        def collect(component, level):
-            while len(levels) <= level:
-                levels.append([])
-            levels[level].append(component)
-            for child in component.sub_components.values():
-                collect(child, level + 1)
-
-        collect(self, level_)
+        # Level by level: each level in the order a depth-first walk meets its components.
+        levels: List[List[Component]] = [[self]]
+        while True:
+            below = [child for component in levels[-1] for child in component.sub_components.values()]
+            if not below:
+                break
+            levels.append(below)
         ordered = [c for level in reversed(levels) for c in level]
         return (list_ or []) + ordered
 
@@ -254,26 +253,33 @@ class Component(ComponentVariablesMixin, Specifiable):
     def _all_input_spaces_known(self) -> bool:
         """`not Component.missing_input_spaces(self)`, re-checking only what can have changed.
 
-        Argument spaces are only ever added, so an API method found with all of them stays so:
-        only the others are checked again, and only once a new space or API method came.
+        Spaces are kept per argument name, so this is whether every argument name that some
+        must-be-complete API method requires has one. Spaces are only ever added: only the names
+        still lacking are checked again, and only once a new space or API method came.
         """
         seen = (len(self.api_method_inputs), len(self.api_methods), self._api_changes)
-        if seen == self._incomplete_at:
-            return False
         last = self._incomplete_at
+        if seen == last:
+            return False
+        lacking = self._lacking_args
         if last is None or seen[1:] != last[1:] or seen[0] < last[0]:
-            self._lacking_apis = [info for info in self.api_methods.values() if info.must_be_complete]
-        self._lacking_apis = [info for info in self._lacking_apis if not self._api_inputs_known(info)]
-        self._incomplete_at = seen if self._lacking_apis else None
-        return not self._lacking_apis
-
-    def _api_inputs_known(self, info: ApiInfo) -> bool:
-        """Whether API method `info` has the spaces of all its required arguments."""
+            lacking = self._required_arg_names()
         known = self.api_method_inputs
-        for arg in info.required:
-            if known.get(arg) is None:
-                return False
-        return not (info.var_positional and not info.arg_names and known.get(f"{info.var_positional}[0]") is None)
+        lacking = self._lacking_args = [arg for arg in lacking if known.get(arg) is None]
+        self._incomplete_at = seen if lacking else None
+        return not lacking
+
+    def _required_arg_names(self) -> tuple:
+        """The argument names whose spaces make this component input-complete (see `missing_input_spaces`).
+
+        Components without API methods of their own (no `register_api`) share their class's.
+        """
+        if self._api_changes:
+            return _required_arg_names(self.api_methods)
+        names = _CLASS_REQUIRED_ARGS.get(type(self))
+        if names is None:
+            names = _CLASS_REQUIRED_ARGS[type(self)] = _required_arg_names(self.api_methods)
+        return names
 
     def check_variable_completeness(self) -> bool:
         """Whether this component and its whole sub-tree have created their variables."""
@@ -352,7 +358,7 @@ class Component(ComponentVariablesMixin, Specifiable):
         # Class-level API methods come back from the class registry; instance-level ones are
         # re-bound in __setstate__ (bound wrappers themselves do not pickle).
         state = self.__dict__.copy()
-        for key in ("shared_input_spaces", "_lacking_apis"):
+        for key in ("shared_input_spaces", "_lacking_args"):
             state.pop(key, None)  # Build bookkeeping (see __setstate__).
         class_apis, class_graph_fns = _class_apis(type(self)), _class_graph_fns(type(self))
         state["api_methods"] = {k: v for k, v in self.api_methods.items() if class_apis.get(k, (None,))[0] is not v}
@@ -363,7 +369,7 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._incomplete_at, self._lacking_apis = None, []
+        self._incomplete_at, self._lacking_args = None, []
         self._api_changes = state.get("_api_changes", 0)
         self.shared_input_spaces = {}
         instance_apis, instance_graph_fns = self.api_methods, self.graph_fns
@@ -395,6 +401,18 @@ def _default_scope(cls: type) -> str:
             out.append("-")
         out.append(ch.lower())
     return "".join(out)
+
+
+def _required_arg_names(api_methods: Dict[str, ApiInfo]) -> tuple:
+    """The argument names that some must-be-complete API method in `api_methods` requires."""
+    names: Dict[str, None] = {}
+    for info in api_methods.values():
+        if info.must_be_complete:
+            names.update(dict.fromkeys(info.required))
+            # An API method taking only `*args` needs at least its first item.
+            if info.var_positional and not info.arg_names:
+                names[f"{info.var_positional}[0]"] = None
+    return tuple(names)
 
 
 def _class_apis(cls: type) -> Dict[str, tuple]:

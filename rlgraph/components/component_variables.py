@@ -369,8 +369,11 @@ def _restore_torch(records: list, row_writes: Optional[Dict[int, _RowWrites]]) -
             entry = row_writes.get(id(variable)) if row_writes else None
             if entry is not None and entry.variable is variable and entry.only_rows and \
                     entry.first_version == record.version and entry.version == variable._version:
-                rows = torch.cat(entry.rows)
-                variable[rows] = _torch_initial(torch, initial, variable)[rows]
+                rows = entry.rows[0] if len(entry.rows) == 1 else torch.cat(entry.rows)
+                if _is_zero(initial):
+                    variable.index_fill_(0, rows, 0)  # (No expanded source to index.)
+                else:
+                    variable[rows] = _torch_initial(torch, initial, variable)[rows]
             elif _is_zero(initial):
                 zero.setdefault(variable.device, []).append(variable)
             elif type(initial) is not np.ndarray and np.ndim(initial) == 0:

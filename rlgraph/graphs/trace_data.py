@@ -27,18 +27,16 @@ TRACE_TIME_SIZE = 7
 
 
 class RankContext:
-    """Which batch/time sizes the inputs of one graph-function call carried."""
+    """Which batch/time sizes the inputs of a graph-function call carried.
+
+    Made by `rank_context`, which hands out one shared (and hashable) context per distinct
+    combination of input leading sizes, so that outputs can be looked up by their context.
+    """
     __slots__ = ("batch_sizes", "time_sizes", "time_major")
 
-    def __init__(self, records: list):
+    def __init__(self, leadings: tuple):
         batch_sizes, time_sizes, time_major = set(), set(), False
-        for record in records:
-            leading = record.leading
-            if leading is None:
-                leading = record.leading = _leading_of(record)
-            if leading is _NO_RANKS:
-                continue
-            batch, time, major = leading
+        for batch, time, major in leadings:
             if batch is not None:
                 batch_sizes.add(batch)
             if time is not None:
@@ -47,16 +45,35 @@ class RankContext:
         self.batch_sizes, self.time_sizes, self.time_major = batch_sizes, time_sizes, time_major
 
 
+def rank_context(records: list) -> RankContext:
+    """The `RankContext` of the input `records` of one call (see `DataOpRecord.leading`)."""
+    key = tuple([record.leading if record.leading is not None else _set_leading(record) for record in records])
+    context = _CONTEXTS.get(key)
+    if context is None:
+        if len(_CONTEXTS) >= _MAX_CONTEXTS:
+            _CONTEXTS.clear()
+        context = _CONTEXTS[key] = RankContext(key)
+    return context
+
+
+# The leading sizes (batch, time, time-major) of the inputs of a call -> their shared context.
+_CONTEXTS: dict = {}
+_MAX_CONTEXTS = 1024
+
+
 # A record's `leading`: (batch size or None, time size or None, whether time-major), or this.
 _NO_RANKS = (None, None, False)
 
 
-def _leading_of(record: DataOpRecord) -> tuple:
+def _set_leading(record: DataOpRecord) -> tuple:
+    """Sets and returns the `leading` of a record that has none yet."""
     space = record._space
     shape = getattr(record.value, "shape", None)
     if space is None or shape is None:
-        return _NO_RANKS
-    return _leading(space.has_batch_rank, space.has_time_rank, space.time_major, shape)
+        record.leading = _NO_RANKS
+    else:
+        record.leading = _leading(space.has_batch_rank, space.has_time_rank, space.time_major, shape)
+    return record.leading
 
 
 def _leading(batch: bool, time: bool, time_major: bool, shape: Any) -> tuple:
@@ -79,7 +96,7 @@ class TraceBackend:
         self.backend = backend
         self.batch_size = batch_size
         self.time_size = time_size
-        self._zeros: dict = {}  # id(space) -> (space, zeros arrays nested like the space)
+        self._zeros: dict = {}  # id(space) -> `_zeros_entry(space)`
         self._torch = None
         if backend == "pytorch":
             import torch
@@ -88,23 +105,29 @@ class TraceBackend:
 
     def zeros_for(self, space: Space) -> Any:
         """Backend tensors of zeros shaped like `space` with its batch/time ranks filled in."""
-        # Root input spaces are traced in every pass: their arrays are made once (`to_tensor` copies).
-        cached = self._zeros.get(id(space))
-        if cached is None or cached[0] is not space:
-            cached = self._zeros[id(space)] = (space, self._zeros_arrays(space))
-        return self._to_tensors(cached[1])
+        return self._to_tensors(self._zeros_entry(space)[1])
 
     def zero_records(self, space: Space) -> Any:
         """`records_for(space, self.zeros_for(space))`, in one walk."""
-        cached = self._zeros.get(id(space))
-        if cached is None or cached[0] is not space:
-            cached = self._zeros[id(space)] = (space, self._zeros_arrays(space))
-        arrays = cached[1]
-        if type(arrays) is np.ndarray and self._torch is not None and arrays.dtype.kind not in "USO":
-            # (The usual case.) The leading sizes are those of the cached array's shape.
-            leading = _leading(space.has_batch_rank, space.has_time_rank, space.time_major, arrays.shape)
+        _, arrays, leading = self._zeros_entry(space)
+        if leading is not None:
             return DataOpRecord(space, self._torch.from_numpy(arrays.copy()), leading)
         return self._records(space, arrays)
+
+    def _zeros_entry(self, space: Space) -> tuple:
+        """(space, its zeros arrays, their records' `leading` where one PyTorch tensor holds them, else None).
+
+        Root input spaces are traced in every pass: their arrays are made once (tensors copy them).
+        """
+        cached = self._zeros.get(id(space))
+        if cached is None or cached[0] is not space:
+            arrays = self._zeros_arrays(space)
+            leading = None
+            if type(arrays) is np.ndarray and self._torch is not None and arrays.dtype.kind not in "USO":
+                # (The usual case.) The leading sizes are those of the array's shape.
+                leading = _leading(space.has_batch_rank, space.has_time_rank, space.time_major, arrays.shape)
+            cached = self._zeros[id(space)] = (space, arrays, leading)
+        return cached
 
     def _records(self, space: Space, arrays: Any) -> Any:
         if type(arrays) is dict:
@@ -143,12 +166,13 @@ class TraceBackend:
         array = np.zeros(shape, dtype=space.dtype)
         if space.dtype.kind not in "iuf":
             return array
-        # (Shared scalar bounds are read without making the `low` array.)
-        bounds = space.global_bounds if isinstance(space, BoxSpace) else False
-        low = bounds[0] if bounds is not False else getattr(space, "low", None)
-        if low is not None and np.all(np.asarray(low) > 0):
+        if isinstance(space, BoxSpace):
+            positive = space.low_above_zero()
+        else:
+            positive = getattr(space, "low", None) is not None and bool(np.all(np.asarray(space.low) > 0))
+        if positive:
             # Zeros are not in the space: trace with its smallest member (e.g. a sample size >= 1).
-            array = np.broadcast_to(np.asarray(low, dtype=space.dtype), shape).copy()
+            array = np.broadcast_to(np.asarray(space.low, dtype=space.dtype), shape).copy()
         return array
 
     def to_tensor(self, array: np.ndarray, space: Optional[Space] = None) -> Any:
@@ -170,7 +194,10 @@ class TraceBackend:
 
     def wrap_output(self, output: Any, input_records: list) -> Any:
         """Like `to_records`, given the input records (`leaf_records` of the inputs) directly."""
-        return self._wrap(output, RankContext(input_records))
+        context = rank_context(input_records)
+        if type(output) in self._tensor_types:
+            return self._record(output, context)  # (The usual result: one tensor.)
+        return self._wrap(output, context)
 
     def _wrap(self, value: Any, context: RankContext) -> Any:
         kind = type(value)
@@ -199,11 +226,12 @@ class TraceBackend:
     def _record(self, value: Any, context: RankContext) -> DataOpRecord:
         """The record of an output with a tuple `shape` (torch.Size, numpy shapes: plain ints)."""
         shape = value.shape
-        batch, time, time_major = self._ranks(shape, context)
-        # Outputs mostly repeat a few (shape, dtype, ranks): one inferred space each, shared.
-        key = (type(value), shape, value.dtype, batch, time, time_major)
+        # Outputs mostly repeat a few (shape, dtype) computed from inputs of a few rank contexts:
+        # one inferred space each, shared.
+        key = (type(value), shape, value.dtype, context)
         cached = _OUTPUT_SPACES.get(key)
         if cached is None:
+            batch, time, time_major = self._ranks(shape, context)
             full_shape, dtype = shape_and_dtype(value)
             cached = (space_from_shape(full_shape, dtype, batch, time, time_major, type(value).__name__),
                       _leading(batch, time, time_major, shape))
@@ -221,7 +249,7 @@ class TraceBackend:
         return space_from_shape(shape, dtype, batch, time, time_major, type(value).__name__)
 
 
-# (class, shape, dtype, batch, time, time-major) of graph-function outputs -> (their inferred space,
+# (class, shape, dtype, rank context) of graph-function outputs -> (their inferred space,
 # shared by their records (see `DataOpRecord`), which copy it before it reaches other code; their
 # records' `leading`).
 _OUTPUT_SPACES: dict = {}

@@ -41,13 +41,12 @@ class Tracer:
 
     # --- API methods -----------------------------------------------------------------------------
     def call_api(self, component, info: ApiInfo, args: tuple, kwargs: dict) -> Any:
-        names = info.arg_names
-        if not kwargs and len(args) == len(names):
-            pairs = zip(names, args)  # All parameters given positionally (the usual call).
+        if kwargs:
+            pairs = bind_api_args(component, info, args, kwargs).items()
         else:
-            pairs = None if kwargs else _positional_pairs(info, args)
-            if pairs is None:
-                pairs = bind_api_args(component, info, args, kwargs).items()
+            # (The usual call: positional arguments only, whose names depend only on their count.)
+            keys = info.call_keys.get(len(args))
+            pairs = zip(keys if keys is not None else _positional_keys(component, info, args), args)
         _register_inputs(component, info.name, pairs)
         node = (component.global_scope, info.name)
         stack = self._stack
@@ -129,7 +128,11 @@ def _register_inputs(component, api_name: str, pairs) -> None:
     for name, value in pairs:
         if type(value) is not DataOpRecord:
             space = space_of(value)
-        elif value.shared and plain:
+        elif not value.shared:
+            space = value._space  # (What `value.space` returns.)
+            if plain and component.api_method_inputs.get(name) is space:
+                continue  # Registered already (the same record passed on to this component again).
+        elif plain:
             # The same shared space as registered last time, with nothing stored since: registering it
             # again would change nothing. (Else the record gets its own copy, which is registered.)
             seen = component.shared_input_spaces.get(name)
@@ -181,24 +184,14 @@ def bind_api_args(component, info: ApiInfo, args: tuple, kwargs: dict) -> dict:
     return bound
 
 
-def _positional_pairs(info: ApiInfo, args: tuple):
-    """(name, value) pairs of a call without keyword arguments that binds without error, else None
-    (then `bind_api_args` binds it or raises)."""
-    names = info.arg_names
-    if len(args) <= len(names):
-        required = info.required
-        if len(required) <= len(args) and required == names[:len(required)]:
-            return zip(names, args)
-        return None
-    if names or info.var_positional is None:
-        return None
-    keys = _VAR_KEYS.get(info.var_positional, ())
-    if len(keys) < len(args):
-        keys = _VAR_KEYS[info.var_positional] = [f"{info.var_positional}[{i}]" for i in range(len(args) + 4)]
-    return zip(keys, args)
+def _positional_keys(component, info: ApiInfo, args: tuple) -> tuple:
+    """The parameter names of a call with positional `args` only (cached in `info.call_keys` by count).
 
-
-_VAR_KEYS: dict = {}  # `*args` parameter name -> ["name[0]", "name[1]", ...]
+    Raises:
+        RLGraphError: If the arguments do not bind (see `bind_api_args`).
+    """
+    keys = info.call_keys[len(args)] = tuple(bind_api_args(component, info, args, {}))
+    return keys
 
 
 def _describe_inputs(info: GraphFnInfo, args: tuple, kwargs: dict) -> str:

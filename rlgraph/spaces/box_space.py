@@ -171,6 +171,15 @@ class BoxSpace(Space):
             return low.item(), high.item()
         return False
 
+    def low_above_zero(self) -> bool:
+        """Whether every lower bound is above 0, so that zeros are not in the box (an empty box: either)."""
+        if self._lazy_bounds():
+            return bool(self._low_fill > 0)  # (Without making the `low` array.)
+        low = self.low
+        if low.size and low.flat[0] <= 0:
+            return False  # (The usual answer, without comparing the whole array.)
+        return bool(np.all(low > 0))
+
     def get_shape(self, with_batch_rank: RankFlag = False, with_time_rank: RankFlag = False,
                   time_major: Optional[bool] = None, **kwargs) -> tuple:
         return self._extra_dims(with_batch_rank, with_time_rank, time_major) + self._shape

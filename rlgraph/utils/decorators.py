@@ -64,6 +64,8 @@ class ApiInfo:
     returns: Optional[int] = None
     no_grad: bool = False
     graph_fn: Optional[GraphFnInfo] = None  # Set for auto-thin-wrapped `_graph_fn_*` methods.
+    # Build bookkeeping: number of positional arguments -> the parameter names they bind to.
+    call_keys: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def _signature_parts(func: Callable, skip_first: bool = True):
@@ -261,11 +263,17 @@ def _all_leaves_have_space(output: Any) -> bool:
         return all(_all_leaves_have_space(v) for v in output.values())
     if isinstance(output, tuple):
         return all(_all_leaves_have_space(v) for v in output)
-    return hasattr(output, "space")
+    return _has_space(output)
+
+
+def _has_space(value: Any) -> bool:
+    # The class is asked first: reading a record's `space` property would copy its shared space
+    # (see `DataOpRecord`), only for it to be replaced right after.
+    return hasattr(type(value), "space") or hasattr(value, "space")
 
 
 def _set_space(output: Any, space: Any) -> None:
-    if hasattr(output, "space") and not isinstance(output, (dict, tuple)):
+    if not isinstance(output, (dict, tuple)) and _has_space(output):
         output.space = space
     elif isinstance(output, dict):
         for key, value in output.items():
