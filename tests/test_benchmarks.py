@@ -6,6 +6,7 @@ overhead within the total, ratios that match their parts).
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +138,17 @@ def test_runners_exist_for_every_benchmark():
         name = module.rsplit(".", 1)[1]
         text = (REPO / "benchmarks" / f"{name}.py").read_text()
         assert f"from {module} import main" in text and 'if __name__ == "__main__":' in text, name
+
+
+def test_performance_doc_covers_every_benchmark():
+    """docs/performance.md lists each benchmark by name and module, and the commands it shows exist."""
+    text = (REPO / "docs" / "performance.md").read_text()
+    for name, (module, _) in BENCHMARKS.items():
+        assert f"| `{name}` | `{module}` |" in text, name
+    for command in re.findall(r"rlgraph benchmark ([a-z0-9-]+)", text):
+        assert command == "list" or command in BENCHMARKS, command
+    for module in re.findall(r"python -m (?:pyinstrument -m )?benchmarks\.([a-z0-9_]+)", text):
+        assert (REPO / "benchmarks" / f"{module}.py").exists(), module
 
 
 def test_python_m_runners(tmp_path):
