@@ -62,15 +62,6 @@ class PendingRecord:
         return f"PendingRecord({self.reason})"
 
 
-def records_for(space: Space, value: Any) -> Any:
-    """Wraps trace data shaped like `space` into (nested containers of) records."""
-    if isinstance(space, Dict):
-        return {key: records_for(child, value[key]) for key, child in space._children()}
-    if isinstance(space, Tuple):
-        return tuple(records_for(child, value[i]) for i, (_, child) in enumerate(space._children()))
-    return DataOpRecord(space, value)
-
-
 def has_pending(value: Any) -> bool:
     if type(value) is DataOpRecord:
         return False
@@ -116,38 +107,13 @@ def _container(space: ContainerSpace) -> ContainerSpace:
     return space
 
 
-def values_of(value: Any) -> Any:
-    """Replaces every record by its trace value (containers are rebuilt)."""
-    if isinstance(value, DataOpRecord):
-        return value.value
-    if isinstance(value, dict):
-        return {k: values_of(v) for k, v in value.items()}
-    if type(value) is tuple:
-        return tuple(values_of(v) for v in value)
-    if type(value) is list:
-        return [values_of(v) for v in value]
-    return value
-
-
-def leaf_records(value: Any) -> list:
-    """All DataOpRecords in a (nested) argument."""
-    if isinstance(value, DataOpRecord):
-        return [value]
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in leaf_records(v)]
-    if isinstance(value, (tuple, list)):
-        return [r for v in value for r in leaf_records(v)]
-    return []
-
-
 class PendingInput(Exception):
     """Raised by `unpack_records` when part of an argument is still pending."""
 
 
 def unpack_records(value: Any, leaves: list) -> Any:
-    """`values_of(value)`, appending each DataOpRecord met to `leaves` (as `leaf_records` finds them).
-
-    One walk instead of `has_pending` + `values_of` + `leaf_records` for graph-function inputs.
+    """`value` with every record replaced by its trace value (dicts, tuples and lists are rebuilt),
+    appending each DataOpRecord met to `leaves`: a graph function's inputs, in one walk.
 
     Raises:
         PendingInput: If any part of `value` is a PendingRecord.
@@ -168,7 +134,7 @@ def unpack_records(value: Any, leaves: list) -> Any:
     if isinstance(value, PendingRecord):
         raise PendingInput()
     if isinstance(value, (tuple, list)):
-        # Tuple/list subclasses (named tuples) are passed on as they are, like `values_of` does.
+        # Tuple/list subclasses (named tuples) are passed on as they are (their records still count).
         for item in value:
             unpack_records(item, leaves)
     return value

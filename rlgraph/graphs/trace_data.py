@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from rlgraph.graphs.op_records import DataOpRecord, leaf_records
+from rlgraph.graphs.op_records import DataOpRecord
 from rlgraph.spaces import BoxSpace, Dict, Space, TextBox, Tuple
 from rlgraph.spaces.space_utils import shape_and_dtype, space_from_shape
 
@@ -103,12 +103,9 @@ class TraceBackend:
             self._torch = torch
         self._tensor_types: set = set()  # Output classes with tuple shapes (torch tensors, numpy arrays).
 
-    def zeros_for(self, space: Space) -> Any:
-        """Backend tensors of zeros shaped like `space` with its batch/time ranks filled in."""
-        return self._to_tensors(self._zeros_entry(space)[1])
-
     def zero_records(self, space: Space) -> Any:
-        """`records_for(space, self.zeros_for(space))`, in one walk."""
+        """Records (nested like `space`) of backend tensors of zeros shaped like `space`, its
+        batch/time ranks filled in with the trace sizes."""
         _, arrays, leading = self._zeros_entry(space)
         if leading is not None:
             return DataOpRecord(space, self._torch.from_numpy(arrays.copy()), leading)
@@ -145,13 +142,6 @@ class TraceBackend:
             return tuple(self._zeros_arrays(c) for _, c in space._children())
         return self._zeros_array(space)
 
-    def _to_tensors(self, arrays: Any) -> Any:
-        if type(arrays) is dict:
-            return {k: self._to_tensors(a) for k, a in arrays.items()}
-        if type(arrays) is tuple:
-            return tuple(self._to_tensors(a) for a in arrays)
-        return self.to_tensor(arrays, None)
-
     def _zeros_array(self, space: Space) -> np.ndarray:
         dims = []
         order = ("time", "batch") if space.time_major else ("batch", "time")
@@ -175,8 +165,8 @@ class TraceBackend:
             array = np.broadcast_to(np.asarray(space.low, dtype=space.dtype), shape).copy()
         return array
 
-    def to_tensor(self, array: np.ndarray, space: Optional[Space] = None) -> Any:
-        """A new backend tensor holding a copy of `array` (`space` is not used)."""
+    def to_tensor(self, array: np.ndarray) -> Any:
+        """A new backend tensor holding a copy of `array`."""
         if self.backend == "tf":
             import tensorflow as tf
             return tf.constant(array)
@@ -188,12 +178,13 @@ class TraceBackend:
             self._torch = torch
         return self._torch.from_numpy(np.array(array, copy=True, order="C"))
 
-    def to_records(self, output: Any, inputs: list) -> Any:
-        """Wraps a graph function's result into records with inferred spaces."""
-        return self.wrap_output(output, leaf_records(inputs))
-
     def wrap_output(self, output: Any, input_records: list) -> Any:
-        """Like `to_records`, given the input records (`leaf_records` of the inputs) directly."""
+        """Wraps a graph function's result into records with inferred spaces.
+
+        Args:
+            output: The graph function's result (tensors, possibly nested in dicts/tuples/lists).
+            input_records: The DataOpRecords among its inputs (their ranks decide the outputs').
+        """
         context = rank_context(input_records)
         if type(output) in self._tensor_types:
             return self._record(output, context)  # (The usual result: one tensor.)
