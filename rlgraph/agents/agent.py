@@ -44,9 +44,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         action_adapter_spec: The action adapter spec handed to the policy.
         exploration_spec: The `Exploration` spec (epsilon schedule, noise).
         execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode",
-            "torch_call_plans", "torch_flush_denormal"}; max_timesteps are the env steps over which
-            time_percentage goes from 0 to 1 (schedules); torch_call_plans (default True) turns
-            PyTorch's call plans on or off; torch_flush_denormal (default True) runs each
+            "torch_flush_denormal"}; max_timesteps are the env steps over which time_percentage
+            goes from 0 to 1 (schedules); torch_flush_denormal (default True) runs each
             PyTorch API call with flush-to-zero for subnormal floats (off again after the call).
         optimizer_spec: The optimizer spec (e.g. {"type": "adam", "learning_rate": 1e-3}).
         observe_spec: {"buffer_enabled", "buffer_size"}.
@@ -153,7 +152,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             raise RLGraphError("the agent is already built", where=self.name)
         from rlgraph.graphs import GraphBuilder, GraphExecutor
         builder = GraphBuilder(action_space=self.action_space, **dict(build_options or {}))
-        executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_call_plans", "torch_flush_denormal")
+        executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)

@@ -12,7 +12,7 @@ from rlgraph.components.loss_functions.dqn_loss_function import DQNLossFunction
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.utils.nest import flatten_op
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 _RECORD_KEYS = ("states", "actions", "rewards", "next_states", "terminals")
 
@@ -129,9 +129,7 @@ class DQNCore(Component):
 
     # --- Memory and learning --------------------------------------------------------------------
     def _insert_records(self, preprocessed_states, actions, rewards, next_states, terminals):
-        records = declare_output_space(
-            self._graph_fn_record(preprocessed_states, actions, rewards, next_states, terminals),
-            lambda: self.record_space)
+        records = self._graph_fn_record(preprocessed_states, actions, rewards, next_states, terminals)
         return self.memory.insert_records(records)
 
     def _get_memory_size(self):
@@ -147,9 +145,7 @@ class DQNCore(Component):
             records = self.memory.get_records(batch_size)
             weights = self._graph_fn_ones_like_rewards(records)
         # Declared: shapes alone would lose e.g. the actions' bounds.
-        states, actions, rewards, next_states, terminals = declare_output_space(
-            self._graph_fn_split_record(records),
-            lambda: tuple(self.memory.record_space[k].with_batch_rank() for k in _RECORD_KEYS))
+        states, actions, rewards, next_states, terminals = self._graph_fn_split_record(records)
         loss, loss_per_item, td = self._loss(states, actions, rewards, terminals, next_states, weights)
         if self.prioritized:
             self.memory.update_records(indices, td)
@@ -203,12 +199,13 @@ class DQNCore(Component):
             return tf.add_n(losses), tf.add_n(per_items), tf.add_n([tf.abs(td) for td in tds])
         return sum(losses), sum(per_items), sum(td.abs() for td in tds)
 
-    @graph_fn
+    @graph_fn(output_space=lambda self, *spaces: self.record_space)
     def _graph_fn_record(self, states, actions, rewards, next_states, terminals):
         return OrderedDict(states=states, actions=actions, rewards=rewards, next_states=next_states,
                            terminals=terminals)
 
-    @graph_fn(returns=5)
+    @graph_fn(returns=5, output_space=lambda self, records: tuple(
+        self.memory.record_space[k].with_batch_rank() for k in _RECORD_KEYS))
     def _graph_fn_split_record(self, records):
         return tuple(records[k] for k in _RECORD_KEYS)
 

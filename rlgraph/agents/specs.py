@@ -27,7 +27,6 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "tf_num_threads": None,
     "max_timesteps": None,       # env steps that make time_percentage 1.0 (schedules)
     "mode": "single",
-    "torch_call_plans": True,    # PyTorch: replay recorded graph-function calls (graphs/plans.py)
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
 }
 SAVER_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "checkpoint_frequency": None, "max_checkpoints": None}

@@ -1,7 +1,7 @@
-"""The `Component` base class: sub-components, API methods, graph functions, input-completeness.
+"""The `Component` base class: sub-components, API methods, graph functions, needed input spaces.
 
-Variable handling lives in `ComponentVariablesMixin` (component_variables.py); the build itself
-in `rlgraph.graphs`.
+Variable handling lives in `ComponentVariablesMixin` (component_variables.py); the build and its
+bookkeeping in `rlgraph.graphs`.
 """
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ import types
 from typing import Any, Dict, Iterable, List, Optional
 
 from rlgraph.components.component_variables import ComponentVariablesMixin
-from rlgraph.spaces.space_utils import check_space_equivalence
 from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, api_wrapper, graph_fn_wrapper, make_api_info
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
+from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import Specifiable
 
 # Class object -> {api name: (ApiInfo, wrapper)} / {graph_fn name: GraphFnInfo}, own methods only.
 _CLASS_APIS: Dict[type, Dict[str, tuple]] = {}
 _CLASS_GRAPH_FNS: Dict[type, Dict[str, GraphFnInfo]] = {}
-# Class object -> the argument names its instances need spaces for (see `Component._required_arg_names`).
-_CLASS_REQUIRED_ARGS: Dict[type, tuple] = {}
 
 
 class Component(ComponentVariablesMixin, Specifiable):
@@ -27,7 +24,9 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     A component holds sub-components, API methods (`@rlgraph_api`), graph functions
     (`@graph_fn`, the only place with backend code) and variables, which it creates in
-    `create_variables` once the spaces of all its API arguments are known ("input-complete").
+    `create_variables` once the spaces of the arguments it needs are known ("input-complete"):
+    all required arguments of its API methods (except those marked `must_be_complete=False`),
+    or the names in the class attribute `input_spaces_needed`.
 
     Args:
         *sub_components: Components to add right away. A leading string is taken as `scope`
@@ -41,6 +40,10 @@ class Component(ComponentVariablesMixin, Specifiable):
     """
 
     __lookup_classes__: dict = {}
+    # The argument names whose spaces `check_input_spaces` / `create_variables` need; None: every
+    # required argument of every must-be-complete API method. "action_space" names the
+    # component's `action_space` attribute (else the build's action space).
+    input_spaces_needed: Optional[tuple] = None
 
     def __init__(self, *sub_components: Any, scope: Optional[str] = None, device: Optional[str] = None,
                  trainable: Optional[bool] = None, summary_regexp: Optional[str] = None,
@@ -65,14 +68,7 @@ class Component(ComponentVariablesMixin, Specifiable):
         self.sub_components: Dict[str, Component] = {}
         self.api_methods: Dict[str, ApiInfo] = {n: info for n, (info, _) in _class_apis(type(self)).items()}
         self.graph_fns: Dict[str, GraphFnInfo] = dict(_class_graph_fns(type(self)))
-        self.api_method_inputs: Dict[str, Any] = {}
-        # Build bookkeeping: argument -> (shared trace space last registered, space stored then).
-        self.shared_input_spaces: Dict[str, tuple] = {}
-        self.input_complete = False
-        self.variable_complete = False
-        self._incomplete_at: Optional[tuple] = None  # (inputs, APIs, API changes) when last found incomplete.
-        self._lacking_args: List[str] = []  # The argument names that lacked a space then.
-        self._api_changes = 0
+        self.api_method_inputs: Dict[str, Any] = {}  # Argument -> space, as built (set by the build).
         self._init_variable_state()
         if sub_components:
             self.add_components(*sub_components)
@@ -99,7 +95,6 @@ class Component(ComponentVariablesMixin, Specifiable):
             raise RLGraphError(f"API method '{info.name}' is already defined", where=self.global_scope,
                                hint="pass ok_to_overwrite=True to replace it.")
         self.api_methods[info.name] = info
-        self._api_changes = getattr(self, "_api_changes", 0) + 1
         setattr(self, info.name, types.MethodType(wrapper, self))
         if info.graph_fn is not None:
             self.graph_fns[info.graph_fn.name] = info.graph_fn
@@ -211,82 +206,13 @@ class Component(ComponentVariablesMixin, Specifiable):
                 setattr(c, key, value)
 
     # --- Input-completeness --------------------------------------------------------------------------
-    def register_input_space(self, arg: str, space: Any, api_name: str) -> None:
-        """Records the space of API argument `arg`; the same name must always get equivalent spaces."""
-        known = self.api_method_inputs.get(arg)
-        if known is None:
-            self.api_method_inputs[arg] = space
-            return
-        if known is space:
-            return
-        merged = check_space_equivalence(known, space)
-        if merged is False:
-            raise RLGraphSpaceError(space, f"argument '{arg}' received a space that differs from an earlier call",
-                                    where=f"{self.global_scope}.{api_name}({arg})", expected=known, received=space,
-                                    hint="API arguments of the same name must get equivalent spaces in every call.")
-        self.api_method_inputs[arg] = merged
-
-    def missing_input_spaces(self) -> Dict[str, List[str]]:
-        """API method -> the names of its arguments whose spaces are still unknown."""
-        missing = {}
-        for name, info in self.api_methods.items():
-            if not info.must_be_complete:
-                continue
-            lacking = [a for a in info.required if self.api_method_inputs.get(a) is None]
-            # An API method taking only `*args` needs at least its first item.
-            if info.var_positional and not info.arg_names and \
-                    self.api_method_inputs.get(f"{info.var_positional}[0]") is None:
-                lacking.append(f"{info.var_positional}[0]")
-            if lacking:
-                missing[name] = lacking
-        return missing
-
     def check_input_completeness(self) -> bool:
-        """Whether all spaces of all (must-be-complete) API arguments are known; sticky once True."""
-        if not self.input_complete:
-            if type(self).missing_input_spaces is Component.missing_input_spaces:
-                self.input_complete = self._all_input_spaces_known()
-            else:
-                self.input_complete = not self.missing_input_spaces()
-        return self.input_complete
-
-    def _all_input_spaces_known(self) -> bool:
-        """`not Component.missing_input_spaces(self)`, re-checking only what can have changed.
-
-        Spaces are kept per argument name, so this is whether every argument name that some
-        must-be-complete API method requires has one. Spaces are only ever added: only the names
-        still lacking are checked again, and only once a new space or API method came.
-        """
-        seen = (len(self.api_method_inputs), len(self.api_methods), self._api_changes)
-        last = self._incomplete_at
-        if seen == last:
-            return False
-        lacking = self._lacking_args
-        if last is None or seen[1:] != last[1:] or seen[0] < last[0]:
-            lacking = self._required_arg_names()
-        known = self.api_method_inputs
-        lacking = self._lacking_args = [arg for arg in lacking if known.get(arg) is None]
-        self._incomplete_at = seen if lacking else None
-        return not lacking
-
-    def _required_arg_names(self) -> tuple:
-        """The argument names whose spaces make this component input-complete (see `missing_input_spaces`).
-
-        Components without API methods of their own (no `register_api`) share their class's.
-        """
-        if self._api_changes:
-            return _required_arg_names(self.api_methods)
-        names = _CLASS_REQUIRED_ARGS.get(type(self))
-        if names is None:
-            names = _CLASS_REQUIRED_ARGS[type(self)] = _required_arg_names(self.api_methods)
-        return names
+        """Whether `api_method_inputs` holds every space this component needs (see the class doc)."""
+        return not missing_input_spaces(self, self.api_method_inputs)
 
     def check_variable_completeness(self) -> bool:
         """Whether this component and its whole sub-tree have created their variables."""
-        if not self.variable_complete:
-            self.variable_complete = self.variables_created and all(
-                c.check_variable_completeness() for c in self.sub_components.values())
-        return self.variable_complete
+        return all(c.variables_created for c in self.get_all_sub_components())
 
     def check_input_spaces(self, input_spaces: Dict[str, Any], action_space: Any = None) -> None:
         """Override to validate the argument spaces (raise an `RLGraphSpaceError` naming the argument)."""
@@ -296,8 +222,13 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def when_input_complete(self, input_spaces: Optional[Dict[str, Any]] = None, action_space: Any = None,
                             device: Optional[str] = None, summary_regexp: Optional[str] = None) -> None:
-        """Runs `check_input_spaces` then `create_variables` (called by the build system)."""
+        """Runs `check_input_spaces` then `create_variables` (called by the build system).
+
+        Args:
+            input_spaces: Argument name -> space (None: `api_method_inputs`); kept in `api_method_inputs`.
+        """
         spaces = dict(self.api_method_inputs if input_spaces is None else input_spaces)
+        self.api_method_inputs = spaces
         if device is not None:
             self.device = device
         if summary_regexp is not None:
@@ -347,10 +278,6 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def _reset_build_state(self) -> None:
         self.api_method_inputs = {}
-        self.shared_input_spaces = {}
-        self.input_complete = False
-        self.variable_complete = False
-        self._incomplete_at = None
         self._init_variable_state()
 
     # --- Pickling and deep copies -------------------------------------------------------------------
@@ -358,8 +285,6 @@ class Component(ComponentVariablesMixin, Specifiable):
         # Class-level API methods come back from the class registry; instance-level ones are
         # re-bound in __setstate__ (bound wrappers themselves do not pickle).
         state = self.__dict__.copy()
-        for key in ("shared_input_spaces", "_lacking_args"):
-            state.pop(key, None)  # Build bookkeeping (see __setstate__).
         class_apis, class_graph_fns = _class_apis(type(self)), _class_graph_fns(type(self))
         state["api_methods"] = {k: v for k, v in self.api_methods.items() if class_apis.get(k, (None,))[0] is not v}
         state["graph_fns"] = {k: v for k, v in self.graph_fns.items() if class_graph_fns.get(k) is not v}
@@ -369,9 +294,6 @@ class Component(ComponentVariablesMixin, Specifiable):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._incomplete_at, self._lacking_args = None, []
-        self._api_changes = state.get("_api_changes", 0)
-        self.shared_input_spaces = {}
         instance_apis, instance_graph_fns = self.api_methods, self.graph_fns
         self.api_methods = {n: info for n, (info, _) in _class_apis(type(self)).items()}
         self.graph_fns = dict(_class_graph_fns(type(self)))
@@ -403,16 +325,25 @@ def _default_scope(cls: type) -> str:
     return "".join(out)
 
 
-def _required_arg_names(api_methods: Dict[str, ApiInfo]) -> tuple:
-    """The argument names that some must-be-complete API method in `api_methods` requires."""
-    names: Dict[str, None] = {}
-    for info in api_methods.values():
-        if info.must_be_complete:
-            names.update(dict.fromkeys(info.required))
-            # An API method taking only `*args` needs at least its first item.
-            if info.var_positional and not info.arg_names:
-                names[f"{info.var_positional}[0]"] = None
-    return tuple(names)
+def missing_input_spaces(component: Component, spaces: Dict[str, Any], action_space: Any = None) -> Dict[str, List[str]]:
+    """API method (or "input_spaces_needed") -> the names of the arguments `component` needs whose
+    space is not in `spaces` (see `Component.input_spaces_needed`)."""
+    declared = component.input_spaces_needed
+    if declared is not None:
+        lacking = [n for n in declared if spaces.get(n) is None and not (
+            n == "action_space" and (getattr(component, "action_space", None) is not None or action_space is not None))]
+        return {"input_spaces_needed": lacking} if lacking else {}
+    missing = {}
+    for name, info in component.api_methods.items():
+        if not info.must_be_complete:
+            continue
+        lacking = [a for a in info.required if spaces.get(a) is None]
+        # An API method taking only `*args` needs at least its first item.
+        if info.var_positional and not info.arg_names and spaces.get(f"{info.var_positional}[0]") is None:
+            lacking.append(f"{info.var_positional}[0]")
+        if lacking:
+            missing[name] = lacking
+    return missing
 
 
 def _class_apis(cls: type) -> Dict[str, tuple]:

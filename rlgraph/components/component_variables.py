@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import threading
 from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
@@ -28,38 +27,6 @@ class VariableRecord:
     def __init__(self, variable, initial, trainable, local):
         self.variable, self.initial, self.trainable, self.local = variable, initial, trainable, local
         self.version = getattr(variable, "_version", None)
-
-
-class _RowWrites:
-    """The rows `scatter_update_variable` wrote into one PyTorch variable while a build traced."""
-    __slots__ = ("variable", "rows", "first_version", "version", "only_rows")
-
-    def __init__(self, variable, version_before: int):
-        self.variable, self.rows = variable, []
-        self.first_version = self.version = version_before
-        self.only_rows = True  # False once the variable was also written some other way.
-
-
-class _RowWriteLog(threading.local):
-    writes: Optional[Dict[int, _RowWrites]] = None  # id(variable) -> rows, while a build traces.
-
-
-_row_write_log = _RowWriteLog()
-
-
-@contextlib.contextmanager
-def row_write_log() -> Iterator[Dict[int, _RowWrites]]:
-    """While active, `scatter_update_variable` logs the rows it writes into PyTorch variables.
-
-    The build traces inside it and hands the log to `restore_initial_values`, which then puts
-    back only those rows (a replay memory's trace writes a few rows of a large storage).
-    """
-    previous = _row_write_log.writes
-    _row_write_log.writes = writes = {}
-    try:
-        yield writes
-    finally:
-        _row_write_log.writes = previous
 
 
 class ComponentVariablesMixin:
@@ -165,14 +132,9 @@ class ComponentVariablesMixin:
     def _all_variable_objects(self) -> list:
         return [record.variable for record in self.variable_records.values()]
 
-    def restore_initial_values(self, row_writes: Optional[Dict[int, Any]] = None) -> None:
-        """Sets every own variable back to the value it was created with.
-
-        Args:
-            row_writes: The log of a `row_write_log()` block: PyTorch variables written only by
-                the scatter updates logged there get just those rows back.
-        """
-        _restore_components([self], row_writes)
+    def restore_initial_values(self) -> None:
+        """Sets every own variable back to the value it was created with."""
+        restore_initial_values([self])
 
     # --- Lookup ---------------------------------------------------------------------------------
     def get_variables(self, *names: str, global_scope: bool = False, custom_scope_separator: str = "/",
@@ -257,11 +219,8 @@ class ComponentVariablesMixin:
                                                             tf.cast(indices, tf.int64)))
         import torch
         index = torch.as_tensor(indices, dtype=torch.long)
-        version_before = variable._version
         with torch.no_grad():
             variable[index] = torch.as_tensor(updates, dtype=variable.dtype)
-        if _row_write_log.writes is not None:
-            _log_rows(_row_write_log.writes, variable, index, version_before)
         return None
 
     # --- Summaries ------------------------------------------------------------------------------
@@ -314,16 +273,6 @@ def _is_trainable(variable: Any) -> bool:
     return bool(getattr(variable, "trainable", False))
 
 
-def _log_rows(writes: Dict[int, _RowWrites], variable: Any, index: Any, version_before: int) -> None:
-    entry = writes.get(id(variable))
-    if entry is None or entry.variable is not variable:
-        entry = writes[id(variable)] = _RowWrites(variable, version_before)
-    elif entry.version != version_before:
-        entry.only_rows = False  # Written some other way since the last logged rows.
-    entry.rows.append(index.detach().reshape(-1).clone())
-    entry.version = variable._version
-
-
 def _restore_tf(record: VariableRecord) -> None:
     import tensorflow as tf
     variable = record.variable
@@ -331,50 +280,29 @@ def _restore_tf(record: VariableRecord) -> None:
     variable.assign(tf.constant(value))
 
 
-def restore_initial_values(components: list, row_writes: Optional[Dict[int, Any]] = None) -> None:
-    """`restore_initial_values` of several components, with PyTorch's writes batched.
+def restore_initial_values(components: list) -> None:
+    """Sets every variable of `components` back to the value it was created with (the build
+    undoes its trace runs' writes with this).
 
     PyTorch variables whose in-place write counter (`Tensor._version`) has not moved since they
-    held their initial value are left alone, and those that only `scatter_update_variable` wrote
-    (as logged in `row_writes`) get only those rows back. Writes that bypass the counter (through
-    `.data` or a numpy view of the tensor) are not seen; rlgraph's own writes never do that.
+    held their initial value are left alone (writes through `.data` or a numpy view bypass the
+    counter; rlgraph's own writes never do), and the others are restored in a few batched calls.
     """
-    plain = []
-    for component in components:
-        if type(component).restore_initial_values is ComponentVariablesMixin.restore_initial_values:
-            plain.append(component)
-        else:
-            component.restore_initial_values(row_writes)  # The component's own version.
-    _restore_components(plain, row_writes)
-
-
-def _restore_components(components: list, row_writes: Optional[Dict[int, Any]]) -> None:
     written = []
     for component in components:
         for record in component.variable_records.values():
             if hasattr(record.variable, "assign"):
                 _restore_tf(record)
             elif record.variable._version != record.version:
-                written.append(record)  # PyTorch: written in place since it held its initial value.
-    if written:
-        _restore_torch(written, row_writes)
-
-
-def _restore_torch(records: list, row_writes: Optional[Dict[int, _RowWrites]]) -> None:
+                written.append(record)
+    if not written:
+        return
     import torch
     zero, copy_to, copy_from = {}, {}, {}  # device -> variables to zero / copy into, sources
     with torch.no_grad():
-        for record in records:
+        for record in written:
             variable, initial = record.variable, record.initial
-            entry = row_writes.get(id(variable)) if row_writes else None
-            if entry is not None and entry.variable is variable and entry.only_rows and \
-                    entry.first_version == record.version and entry.version == variable._version:
-                rows = entry.rows[0] if len(entry.rows) == 1 else torch.cat(entry.rows)
-                if _is_zero(initial):
-                    variable.index_fill_(0, rows, 0)  # (No expanded source to index.)
-                else:
-                    variable[rows] = _torch_initial(torch, initial, variable)[rows]
-            elif _is_zero(initial):
+            if _is_zero(initial):
                 zero.setdefault(variable.device, []).append(variable)
             elif type(initial) is not np.ndarray and np.ndim(initial) == 0:
                 variable.fill_(torch.as_tensor(np.asarray(initial)).to(variable.dtype))
@@ -386,7 +314,7 @@ def _restore_torch(records: list, row_writes: Optional[Dict[int, _RowWrites]]) -
             torch._foreach_zero_(variables)
         for device, variables in copy_to.items():
             torch._foreach_copy_(variables, copy_from[device])
-    for record in records:
+    for record in written:
         record.version = record.variable._version
 
 

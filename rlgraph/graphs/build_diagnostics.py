@@ -71,14 +71,15 @@ def _var_item_name(key: str):
     return match.group(1) if match else None
 
 
-def incomplete_error(root, components, remaining: List[str], deferred: list) -> RLGraphInputIncompleteError:
-    """The error for a build that stopped making progress."""
+def incomplete_error(root, components, remaining: List[str], deferred: list, states) -> RLGraphInputIncompleteError:
+    """The error for a build that stopped making progress (`states`: the builder's `BuildStates`)."""
     lines = []
     for component in components:
-        if component.input_complete:
+        if component.variables_created:
             continue
-        for api, args in sorted(component.missing_input_spaces().items()):
-            lines.append(f"  - '{component.global_scope}' ({type(component).__name__}): API method '{api}' "
+        for api, args in sorted(states.missing(component).items()):
+            what = "its input_spaces_needed" if api == "input_spaces_needed" else f"API method '{api}'"
+            lines.append(f"  - '{component.global_scope}' ({type(component).__name__}): {what} "
                          f"never received a space for argument(s) {', '.join(args)}")
     seen = set()
     for scope, graph_fn, reason in deferred:

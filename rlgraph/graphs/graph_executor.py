@@ -164,14 +164,17 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                                f"({', '.join(n for n, _ in self.graph_builder.api_signatures[name])})",
                                received=len(args))
         if len(args) < len(converters):
-            # Optional arguments that have a space but were left out get their python default
-            # (a TF function's signature has every argument that has a space).
+            # Optional arguments that have a space but were left out get their python default: the
+            # API method was built (traced) with every argument that has a space.
             signature = self.graph_builder.api_signatures[name]
             defaults = self.root_component.api_methods[name].defaults
             args = list(args)
             for arg, _ in signature[len(args):]:
                 if defaults.get(arg) is None:
-                    break  # No usable default (None has no space): leave it and the rest out.
+                    raise RLGraphError(f"API method '{name}' was built with an input space for argument '{arg}', "
+                                       "so every call must pass it", where=f"{self._where()}.{name}({arg})",
+                                       expected=f"{len(converters)} inputs "
+                                       f"({', '.join(n for n, _ in signature)})", received=len(args))
                 args.append(defaults[arg])
         tensors = [convert(value) for convert, value in zip(converters, args)]
         output = self._call_api(name, tensors)

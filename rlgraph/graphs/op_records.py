@@ -1,51 +1,97 @@
 """Records that flow through API methods while the build traces them.
 
-A `DataOpRecord` is one leaf: its space and the trace value (a backend tensor). Containers are
-plain python dicts/tuples of records, so API code can index and re-pack them freely. A
-`PendingRecord` stands for a value that cannot be computed yet in this build pass.
+A `DataOpRecord` is one leaf: its space and two trace values of that space, computed with two
+different batch/time sizes (see `trace_data.py`). Containers are plain python dicts/tuples of
+records, so API code can index and re-pack them freely. A `PendingRecord` stands for a value
+that cannot be computed yet in this build pass.
+
+API methods only route records: a record refuses to be turned into a python bool, number or
+length, compared, iterated or computed with (`RLGraphBuildError`), because such a decision
+would be taken once, at build time, on trace data, and then hold for every later call.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rlgraph.spaces import Dict, Space, Tuple
 from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.spaces.space_utils import get_space_from_op
+from rlgraph.utils.rlgraph_errors import RLGraphBuildError
+
+# Set by the tracer: fn(record, operation) -> the `RLGraphBuildError` naming the API method and argument.
+describe_value_use: Optional[Callable[[Any, str], RLGraphBuildError]] = None
 
 
 class DataOpRecord:
-    """One traced value: `space` (a primitive Space, or None for "no data") and `value`.
+    """One traced value: `space` (a primitive Space, or None for "no data"), `value` and `alt`.
 
-    `leading` caches which batch/time sizes the value's leading dims carry (see
-    `trace_data.RankContext`); None until known, reset when the space is replaced.
-
-    The build makes most records with `shared=True`: their space is then a validated space that
-    records of equal outputs share, and reading `space` gives the record its own copy first. The
-    tracer reads `_space` directly where the space does not leave the build's bookkeeping.
+    Attributes:
+        value: The trace value computed from inputs of the trace's first batch/time sizes.
+        alt: The same computed from inputs of the second sizes (None where not computed).
+        origin: Where the value comes from in the root API call being traced: (plan id, slot,
+            path) for the call plan (see `plans.py`); None for values made outside it.
     """
-    __slots__ = ("_space", "value", "leading", "shared")
+    __slots__ = ("space", "value", "alt", "origin")
 
-    def __init__(self, space: Optional[Space], value: Any, leading: Optional[tuple] = None, shared: bool = False):
-        self._space = space
+    def __init__(self, space: Optional[Space], value: Any, alt: Any = None, origin: Optional[tuple] = None):
+        self.space = space
         self.value = value
-        self.leading = leading
-        self.shared = shared
-
-    @property
-    def space(self) -> Optional[Space]:
-        if self.shared:
-            self._space = self._space._fresh_copy()
-            self.shared = False
-        return self._space
-
-    @space.setter
-    def space(self, space: Optional[Space]) -> None:
-        self._space = space
-        self.shared = False
-        self.leading = None
+        self.alt = alt
+        self.origin = origin
 
     def __repr__(self) -> str:
-        return f"DataOpRecord({self._space!r})"
+        return f"DataOpRecord({self.space!r})"
+
+    __hash__ = object.__hash__
+
+    def _refuse(self, operation: str):
+        if describe_value_use is not None:
+            raise describe_value_use(self, operation)
+        raise RLGraphBuildError(f"an API method used a traced value in `{operation}`",
+                                hint="move the decision or computation into a graph function.")
+
+    def __bool__(self):
+        self._refuse("bool(x) / if x:")
+
+    def __len__(self):
+        self._refuse("len(x)")
+
+    def __iter__(self):
+        self._refuse("iteration over x")
+
+    def __int__(self):
+        self._refuse("int(x)")
+
+    def __float__(self):
+        self._refuse("float(x)")
+
+    def __complex__(self):
+        self._refuse("complex(x)")
+
+    def __index__(self):
+        self._refuse("x used as an index")
+
+    def __array__(self, *args, **kwargs):
+        self._refuse("numpy conversion of x")
+
+    def __getitem__(self, key):
+        self._refuse(f"x[{key!r}]")
+
+
+def _refusing(symbol: str):
+    def method(self, *args):
+        self._refuse(symbol)
+    return method
+
+
+for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="),
+                       ("add", "+"), ("radd", "+"), ("sub", "-"), ("rsub", "-"), ("mul", "*"), ("rmul", "*"),
+                       ("truediv", "/"), ("rtruediv", "/"), ("floordiv", "//"), ("rfloordiv", "//"),
+                       ("mod", "%"), ("rmod", "%"), ("pow", "**"), ("rpow", "**"), ("matmul", "@"),
+                       ("rmatmul", "@"), ("and", "&"), ("rand", "&"), ("or", "|"), ("ror", "|"),
+                       ("xor", "^"), ("rxor", "^"), ("neg", "unary -"), ("pos", "unary +"),
+                       ("abs", "abs(x)"), ("invert", "~")):
+    setattr(DataOpRecord, f"__{_name}__", _refusing(_symbol))
 
 
 class PendingRecord:
@@ -111,30 +157,25 @@ class PendingInput(Exception):
     """Raised by `unpack_records` when part of an argument is still pending."""
 
 
-def unpack_records(value: Any, leaves: list) -> Any:
-    """`value` with every record replaced by its trace value (dicts, tuples and lists are rebuilt),
-    appending each DataOpRecord met to `leaves`: a graph function's inputs, in one walk.
+def unpack_records(value: Any, leaves: list, attr: str = "value") -> Any:
+    """`value` with every record replaced by its trace value `attr` ("value" or "alt"); dicts,
+    tuples and lists are rebuilt. Appends each DataOpRecord met to `leaves`.
 
     Raises:
         PendingInput: If any part of `value` is a PendingRecord.
     """
-    kind = type(value)
-    if kind is DataOpRecord:
-        leaves.append(value)
-        return value.value
-    if kind is tuple:
-        return tuple([unpack_records(v, leaves) for v in value])
-    if kind is list:
-        return [unpack_records(v, leaves) for v in value]
-    if isinstance(value, dict):
-        return {k: unpack_records(v, leaves) for k, v in value.items()}
     if isinstance(value, DataOpRecord):
         leaves.append(value)
-        return value.value
+        return getattr(value, attr)
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind([unpack_records(v, leaves, attr) for v in value])
+    if isinstance(value, dict):
+        return {k: unpack_records(v, leaves, attr) for k, v in value.items()}
     if isinstance(value, PendingRecord):
         raise PendingInput()
     if isinstance(value, (tuple, list)):
         # Tuple/list subclasses (named tuples) are passed on as they are (their records still count).
         for item in value:
-            unpack_records(item, leaves)
+            unpack_records(item, leaves, attr)
     return value

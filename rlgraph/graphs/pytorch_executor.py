@@ -9,7 +9,6 @@ import numpy as np
 
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
-from rlgraph.graphs.plans import PlanCache, input_key
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
@@ -17,7 +16,8 @@ _SUBNORMAL, _ONE = 5e-324, 1.0  # (Module globals, so the product is not folded 
 
 
 class PyTorchExecutor(GraphExecutor):
-    """Calls root API methods directly; methods declared `no_grad=True` run under
+    """Runs root API methods by replaying their call plans (the graph-function calls the build
+    traced, see `rlgraph/graphs/plans.py`); methods declared `no_grad=True` run under
     `torch.no_grad()`. `store_model` writes a dict of tensors (`torch.save`), `export_graph` a
     pickled `torch.nn.Module` that calls the root's API methods by name."""
 
@@ -41,11 +41,8 @@ class PyTorchExecutor(GraphExecutor):
         root = self.root_component
         self._set_grad_enabled = torch._C._set_grad_enabled  # (torch.no_grad() costs ~1 us more per call)
         self._is_grad_enabled = torch.is_grad_enabled
-        self._methods = {api: (getattr(root, api), root.api_methods[api].no_grad)
+        self._methods = {api: (self.graph_builder.plans[api].run, root.api_methods[api].no_grad)
                          for api in self.graph_builder.api_signatures}
-        # Call plans replay the graph functions of an API call without the API layers between them.
-        self.plans = PlanCache(lambda value: isinstance(value, (torch.Tensor, np.ndarray))) \
-            if self.execution_spec.get("torch_call_plans", True) else None
 
     def _to_tensor(self, array: np.ndarray) -> Any:
         import torch
@@ -55,8 +52,7 @@ class PyTorchExecutor(GraphExecutor):
         return torch.from_numpy(array if array.flags.writeable else array.copy())
 
     def _call_api(self, name: str, tensors: list) -> Any:
-        method, no_grad = self._methods[name]
-        plans = self.plans
+        run, no_grad = self._methods[name]
         # Subnormal * 1.0 stays non-zero unless flush-to-zero is already on (~30 ns to ask).
         flush = self._flush_denormal and _SUBNORMAL * _ONE != 0.0
         with backend_scope("pytorch"):
@@ -66,9 +62,7 @@ class PyTorchExecutor(GraphExecutor):
             if flush:
                 self._set_flush_denormal(True)
             try:
-                if plans is None:
-                    return method(*tensors)
-                return plans.call(name, method, tensors, input_key(tensors))
+                return run(tensors)
             finally:
                 if flush:
                     self._set_flush_denormal(False)

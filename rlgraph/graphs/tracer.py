@@ -1,20 +1,24 @@
 """The tracer: what API methods and graph functions do while the build runs.
 
-API calls register the spaces of their arguments with the callee (which may make it
+API calls register the spaces of their arguments with the builder (which may make the callee
 input-complete, so that it creates its variables right away). Graph-function calls run the
-function on trace data once their component is ready, else they defer: with a declared
-`returns` count they hand back pending records, otherwise the whole root API method is
-retried in the next build pass.
+function twice on trace data (see `trace_data.py`) once their component is ready, else they
+defer: with a declared `returns` count they hand back pending records, otherwise the whole root
+API method is retried in the next build pass. Each outermost graph-function call of a root API
+method that traces through becomes a step of its call plan (`plans.py`).
 """
 from __future__ import annotations
 
 from time import perf_counter
 from typing import Any, List, Optional, Set, Tuple
 
+from rlgraph.graphs import op_records
 from rlgraph.graphs.op_records import DataOpRecord, PendingInput, PendingRecord, space_of, unpack_records
-from rlgraph.utils.decorators import ApiInfo, GraphFnInfo
-from rlgraph.utils.ops import run_graph_fn
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.graphs.plans import PlanBuilder
+from rlgraph.spaces import Space
+from rlgraph.spaces.containers import ContainerSpace
+from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, tracing
+from rlgraph.utils.rlgraph_errors import RLGraphBuildError, RLGraphError, RLGraphSpaceError
 
 
 class Deferred(Exception):
@@ -22,72 +26,68 @@ class Deferred(Exception):
 
 
 class Tracer:
-    """One build pass. `builder` completes components (`complete_component`)."""
+    """One build pass. `builder` holds the build states and completes components."""
 
-    def __init__(self, builder, trace_backend, call_edges: Optional[set] = None):
+    def __init__(self, builder, trace_backend, call_edges: Set[tuple]):
         self.builder = builder
         self.trace = trace_backend
         self.backend_time = 0.0
         self.deferred: List[Tuple[str, str, str]] = []  # (component scope, graph_fn, reason)
-        # Call edges between nodes (global scope, API name) / (global scope, graph_fn name, True), added
-        # to `call_edges` if given; `edges` names them as the visualizations do.
-        self._edges: Set[tuple] = set() if call_edges is None else call_edges
-        self._stack: List[tuple] = []
+        # Call edges between nodes (global scope, API name) / (global scope, graph_fn name, True).
+        self._edges = call_edges
+        self._stack: List[tuple] = []  # (node, component, API name, bound arguments) of the API calls in progress
+        self._depth = 0  # > 0 while a graph function runs: calls it makes run directly
+        self.plan: Optional[PlanBuilder] = None
+        self.traced_through = True  # False once a graph function of the current root API call deferred
 
-    @property
-    def edges(self) -> Set[Tuple[str, str]]:
-        """(caller, callee) node ids: "<global scope>.<API>" or "<global scope>.<graph_fn>()"."""
-        return edge_names(self._edges)
+    def begin(self, where: str, inputs: list) -> None:
+        """Starts tracing one root API call with argument records `inputs`."""
+        self.plan = PlanBuilder(where, inputs)
+        self.traced_through = True
 
     # --- API methods -----------------------------------------------------------------------------
     def call_api(self, component, info: ApiInfo, args: tuple, kwargs: dict) -> Any:
-        if kwargs:
-            pairs = bind_api_args(component, info, args, kwargs).items()
-        else:
-            # (The usual call: positional arguments only, whose names depend only on their count.)
-            keys = info.call_keys.get(len(args))
-            pairs = zip(keys if keys is not None else _positional_keys(component, info, args), args)
-        _register_inputs(component, info.name, pairs)
+        if self._depth:
+            return info.func(component, *args, **kwargs)
+        bound = bind_api_args(component, info, args, kwargs)
+        self.builder.register_inputs(component, info.name, bound)
         node = (component.global_scope, info.name)
-        stack = self._stack
-        if stack:
-            self._edges.add((stack[-1], node))
-        if not component.input_complete and component.check_input_completeness():
-            self.builder.complete_component(component)
-        stack.append(node)
+        if self._stack:
+            self._edges.add((self._stack[-1][0], node))
+        self._stack.append((node, component, info.name, bound))
         try:
             return info.func(component, *args, **kwargs)
         finally:
-            stack.pop()
+            self._stack.pop()
 
     # --- Graph functions -------------------------------------------------------------------------
     def call_graph_fn(self, component, info: GraphFnInfo, args: tuple, kwargs: dict) -> Any:
+        if self._depth:
+            return info.body(component, *args, **kwargs)  # Part of the calling graph function.
         leaves: list = []
         try:
-            values = []
-            for arg in args:
-                if type(arg) is DataOpRecord:
-                    leaves.append(arg)
-                    values.append(arg.value)
-                else:
-                    values.append(unpack_records(arg, leaves))
-            kw_values = {k: unpack_records(v, leaves) for k, v in kwargs.items()} if kwargs else {}
+            values = unpack_records(args, leaves)
+            kw_values = unpack_records(kwargs, leaves) if kwargs else {}
         except PendingInput:
             reason = "some of its inputs are not computed yet"
         else:
-            ready = component.variables_created and not info.requires_variable_completeness
-            reason = None if ready else self._not_ready(component, info)
+            reason = self.builder.not_ready(component, info)
         if self._stack:
-            self._edges.add((self._stack[-1], (component.global_scope, info.name, True)))
+            self._edges.add((self._stack[-1][0], (component.global_scope, info.name, True)))
         if reason is not None:
             self.deferred.append((component.global_scope, info.name, reason))
+            self.traced_through = False
             if info.returns:
                 pending = PendingRecord(reason)
                 return pending if info.returns == 1 else tuple(pending for _ in range(info.returns))
             raise Deferred(reason)
+        alt_values = unpack_records(args, [], "alt")
+        alt_kw_values = unpack_records(kwargs, [], "alt") if kwargs else {}
         start = perf_counter()
+        self._depth += 1
         try:
-            output = run_graph_fn(info, component, values, kw_values)
+            output = info.body(component, *values, **kw_values)
+            alt_output = info.body(component, *alt_values, **alt_kw_values)
         except RLGraphError:
             raise
         except Exception as error:
@@ -95,19 +95,92 @@ class Tracer:
                                f"{error})", where=component.global_scope,
                                received=_describe_inputs(info, args, kwargs)) from error
         finally:
+            self._depth -= 1
             self.backend_time += perf_counter() - start
-        return self.trace.wrap_output(output, leaves)
+        records = self.trace.wrap_output(output, alt_output, leaves)
+        if info.output_space is not None:
+            _declare(records, _declared_space(component, info, args, kwargs), component, info)
+        self.plan.add_step(info.body, component, args, kwargs, records)
+        return records
 
-    def _not_ready(self, component, info: GraphFnInfo):
-        """Why a graph function whose inputs are all computed cannot run yet (None: it can)."""
-        if not component.variables_created:
-            missing = component.missing_input_spaces()
-            text = "; ".join(f"{api}({', '.join(a)})" for api, a in sorted(missing.items()))
-            return f"its component is not input-complete (missing spaces: {text})"
-        if info.requires_variable_completeness and not component.check_variable_completeness():
-            waiting = [c.global_scope for c in component.get_all_sub_components() if not c.variables_created]
-            return f"it requires variable-completeness; still without variables: {', '.join(waiting)}"
-        return None
+    def describe_value_use(self, record: DataOpRecord, operation: str) -> RLGraphBuildError:
+        """The error for API code that used traced `record` in `operation` (see `op_records`)."""
+        where, what = "an API method", "a traced value"
+        if self._stack:
+            _, component, api, bound = self._stack[-1]
+            where = f"{component.global_scope}.{api}"
+            arg = next((name for name, value in bound.items() if _contains(value, record)), None)
+            if arg is not None:
+                where, what = f"{where}({arg})", f"its argument '{arg}'"
+            else:
+                what = "a value computed by a graph function"
+        return RLGraphBuildError(
+            f"the API method takes a python decision on, or computes with, {what} (`{operation}`)", where=where,
+            hint="API methods run once, at build time, on trace data, so such a decision would hold for every "
+                 "later call. Move it into a graph function (@graph_fn), or make it a constructor argument.")
+
+
+def _describe_value_use(record: DataOpRecord, operation: str) -> RLGraphBuildError:
+    tracer = tracing.tracer
+    if tracer is None:
+        return RLGraphBuildError(f"a traced value was used in `{operation}` outside of the build",
+                                 hint="traced values exist only while the build runs.")
+    return tracer.describe_value_use(record, operation)
+
+
+op_records.describe_value_use = _describe_value_use
+
+
+def _contains(value: Any, record: DataOpRecord) -> bool:
+    if value is record:
+        return True
+    if isinstance(value, dict):
+        return any(_contains(v, record) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return any(_contains(v, record) for v in value)
+    return False
+
+
+def _declared_space(component, info: GraphFnInfo, args: tuple, kwargs: dict) -> Any:
+    declared = info.output_space
+    if isinstance(declared, Space):
+        return declared
+    fn = getattr(component, declared) if isinstance(declared, str) else \
+        (lambda *a, **k: declared(component, *a, **k))
+    return fn(*[space_of(a) for a in args], **{k: space_of(v) for k, v in kwargs.items()})
+
+
+def _declare(records: Any, space: Any, component, info: GraphFnInfo) -> None:
+    """Gives the output `records` the declared `space` (nested alike), checking it fits."""
+    where = f"{component.global_scope}.{info.name}"
+    if space is None:
+        return  # Not declared: the inferred space stays.
+    if type(records) is DataOpRecord:
+        if isinstance(space, ContainerSpace):
+            raise RLGraphSpaceError(space, "the declared output space is a container, the output one value",
+                                    where=where)
+        _check_fits(records, space, where)
+        records.space = space
+    elif isinstance(records, dict):
+        for key, value in records.items():
+            _declare(value, space[key], component, info)
+    elif isinstance(records, (tuple, list)):
+        if len(space) != len(records):
+            raise RLGraphSpaceError(None, "the declared output spaces do not match the outputs", where=where,
+                                    expected=f"{len(records)} spaces", received=len(space))
+        for value, child in zip(records, space):
+            _declare(value, child, component, info)
+
+
+def _check_fits(record: DataOpRecord, space: Any, where: str) -> None:
+    shape = getattr(record.value, "shape", None)
+    if space is None or shape is None or not hasattr(space, "get_shape"):
+        return
+    expected = space.get_shape(with_batch_rank=True, with_time_rank=True)
+    if len(expected) != len(shape) or any(e is not None and e != int(s) for e, s in zip(expected, shape)):
+        raise RLGraphSpaceError(space, "the graph function's output does not fit its declared output space",
+                                where=where, expected=expected, received=tuple(int(s) for s in shape),
+                                hint="fix the graph function's `output_space`.")
 
 
 def edge_names(edges: Set[tuple]) -> Set[Tuple[str, str]]:
@@ -120,78 +193,26 @@ def edge_names(edges: Set[tuple]) -> Set[Tuple[str, str]]:
     return {(names[caller], names[callee]) for caller, callee in edges}
 
 
-def _register_inputs(component, api_name: str, pairs) -> None:
-    """Registers the spaces of (argument name, value) `pairs` with `component`."""
-    plain = _PLAIN_REGISTER.get(type(component))
-    if plain is None:
-        plain = _plain_register(type(component))
-    for name, value in pairs:
-        if type(value) is not DataOpRecord:
-            space = space_of(value)
-        elif not value.shared:
-            space = value._space  # (What `value.space` returns.)
-            if plain and component.api_method_inputs.get(name) is space:
-                continue  # Registered already (the same record passed on to this component again).
-        elif plain:
-            # The same shared space as registered last time, with nothing stored since: registering it
-            # again would change nothing. (Else the record gets its own copy, which is registered.)
-            seen = component.shared_input_spaces.get(name)
-            if seen is not None and seen[0] is value._space and component.api_method_inputs.get(name) is seen[1]:
-                continue
-            shared = value._space
-            component.register_input_space(name, value.space, api_name)
-            component.shared_input_spaces[name] = (shared, component.api_method_inputs.get(name))
-            continue
-        else:
-            space = value.space
-        if space is not None:
-            component.register_input_space(name, space, api_name)
-
-
-def _plain_register(cls: type) -> bool:
-    """Whether components of `cls` use `Component.register_input_space` as it is (no override)."""
-    from rlgraph.components.component import Component
-    plain = _PLAIN_REGISTER[cls] = cls.register_input_space is Component.register_input_space
-    return plain
-
-
-_PLAIN_REGISTER: dict = {}
-
-
 def bind_api_args(component, info: ApiInfo, args: tuple, kwargs: dict) -> dict:
     """Maps call arguments to parameter names ("name[i]" for `*args` items)."""
     names = info.arg_names
-    if len(args) <= len(names):
-        bound = dict(zip(names, args))
-    elif info.var_positional is None:
+    if len(args) > len(names) and info.var_positional is None:
         raise RLGraphError(f"too many positional arguments for API method '{info.name}'",
                            where=f"{component.global_scope}.{info.name}",
                            expected=f"at most {len(names)} ({', '.join(names)})", received=len(args))
-    else:
-        bound = dict(zip(names, args))
-        for i in range(len(names), len(args)):
-            bound[f"{info.var_positional}[{i - len(names)}]"] = args[i]
+    bound = dict(zip(names, args))
+    for i in range(len(names), len(args)):
+        bound[f"{info.var_positional}[{i - len(names)}]"] = args[i]
     for key, value in kwargs.items():
         if key in bound:
             raise RLGraphError(f"argument '{key}' given twice", where=f"{component.global_scope}.{info.name}")
         bound[key] = value
-    for name in info.required:
-        if name not in bound:
-            missing = [n for n in info.required if n not in bound]
-            raise RLGraphError(f"API method '{info.name}' called without required argument(s) {missing}",
-                               where=f"{component.global_scope}.{info.name}",
-                               expected=f"arguments ({', '.join(names)})")
+    missing = [n for n in info.required if n not in bound]
+    if missing:
+        raise RLGraphError(f"API method '{info.name}' called without required argument(s) {missing}",
+                           where=f"{component.global_scope}.{info.name}",
+                           expected=f"arguments ({', '.join(names)})")
     return bound
-
-
-def _positional_keys(component, info: ApiInfo, args: tuple) -> tuple:
-    """The parameter names of a call with positional `args` only (cached in `info.call_keys` by count).
-
-    Raises:
-        RLGraphError: If the arguments do not bind (see `bind_api_args`).
-    """
-    keys = info.call_keys[len(args)] = tuple(bind_api_args(component, info, args, {}))
-    return keys
 
 
 def _describe_inputs(info: GraphFnInfo, args: tuple, kwargs: dict) -> str:

@@ -26,7 +26,6 @@ GRAPH_FN_PREFIX = "_graph_fn_"
 
 class _TracingState(threading.local):
     tracer = None  # The build system's tracer while a build runs in this thread.
-    recorder = None  # A PyTorch executor's plan recorder while it records an API call (graphs/plans.py).
 
 
 tracing = _TracingState()
@@ -43,8 +42,10 @@ class GraphFnInfo:
     flatten_ops: Any = False
     split_ops: bool = False
     add_auto_key_as_first_param: bool = False
-    requires_variable_completeness: bool = False
+    requires_variable_completeness: Any = False  # True, False or "parent"
     arg_names: Tuple[str, ...] = ()
+    output_space: Any = None  # A Space, fn(component, *argument spaces) -> space(s), or a method name.
+    body: Optional[Callable] = field(default=None, repr=False)  # fn(component, *args): the call itself.
 
 
 @dataclass
@@ -64,8 +65,6 @@ class ApiInfo:
     returns: Optional[int] = None
     no_grad: bool = False
     graph_fn: Optional[GraphFnInfo] = None  # Set for auto-thin-wrapped `_graph_fn_*` methods.
-    # Build bookkeeping: number of positional arguments -> the parameter names they bind to.
-    call_keys: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def _signature_parts(func: Callable, skip_first: bool = True):
@@ -99,7 +98,7 @@ def _normalize_flag(flag: OpsFlag, name: str, where: str) -> Any:
 
 
 def _make_graph_fn_info(func: Callable, returns, flatten_ops, split_ops, add_auto_key_as_first_param,
-                        requires_variable_completeness) -> GraphFnInfo:
+                        requires_variable_completeness, output_space=None) -> GraphFnInfo:
     where = f"@graph_fn {func.__qualname__}"
     if split_ops and flatten_ops is False:
         flatten_ops = True  # Splitting needs flattened containers.
@@ -114,27 +113,42 @@ def _make_graph_fn_info(func: Callable, returns, flatten_ops, split_ops, add_aut
     if not isinstance(flatten_ops, bool) and not flatten_ops <= set(names):
         raise RLGraphError("`flatten_ops` names unknown parameters", where=where, expected=f"some of {list(names)}",
                            received=sorted(flatten_ops - set(names)))
-    return GraphFnInfo(name=func.__name__, func=func, returns=returns, flatten_ops=flatten_ops,
-                       split_ops=bool(split_ops),
-                       add_auto_key_as_first_param=bool(add_auto_key_as_first_param),
-                       requires_variable_completeness=bool(requires_variable_completeness), arg_names=names)
-
-
-def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
+    if output_space is not None and not (isinstance(output_space, str) or callable(output_space) or
+                                         hasattr(output_space, "get_shape")):
+        raise RLGraphError("invalid `output_space`", where=where,
+                           expected="a Space, fn(component, *argument spaces) -> space(s), or a method name",
+                           received=repr(output_space))
+    info = GraphFnInfo(name=func.__name__, func=func, returns=returns, flatten_ops=flatten_ops,
+                       split_ops=bool(split_ops), add_auto_key_as_first_param=bool(add_auto_key_as_first_param),
+                       requires_variable_completeness=_completeness_flag(requires_variable_completeness, where),
+                       arg_names=names,
+                       output_space=output_space)
     if not (info.flatten_ops or info.split_ops):
-        body = info.func
+        info.body = func
     else:
         def body(self, *args, **kwargs):
             return run_graph_fn(info, self, args, kwargs)
+        info.body = body
+    return info
+
+
+def _completeness_flag(flag: Any, where: str) -> Any:
+    if flag == "parent":
+        return flag
+    if isinstance(flag, (bool, int)) and flag in (0, 1):
+        return bool(flag)
+    raise RLGraphError("invalid `requires_variable_completeness`", where=where,
+                       expected='True, False or "parent"', received=repr(flag))
+
+
+def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
+    body = info.body
 
     @functools.wraps(info.func)
     def wrapper(self, *args, **kwargs):
         tracer = tracing.tracer
         if tracer is None:
-            recorder = tracing.recorder
-            if recorder is None:
-                return body(self, *args, **kwargs)
-            return recorder.call(body, self, args, kwargs)
+            return body(self, *args, **kwargs)
         return tracer.call_graph_fn(self, info, args, kwargs)
     wrapper.rlgraph_graph_fn = info
     wrapper.rlgraph_graph_fn_body = body
@@ -143,7 +157,7 @@ def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
 
 def graph_fn(graph_fn_method: Optional[Callable] = None, *, component=None, returns: Optional[int] = None,
              flatten_ops: OpsFlag = False, split_ops: bool = False, add_auto_key_as_first_param: bool = False,
-             requires_variable_completeness: bool = False) -> Callable:
+             requires_variable_completeness: bool = False, output_space: Any = None) -> Callable:
     """Marks a component method as a graph function: the only place for backend code.
 
     Args:
@@ -158,11 +172,18 @@ def graph_fn(graph_fn_method: Optional[Callable] = None, *, component=None, retu
             other inputs go to every call unchanged; results are re-nested like the inputs.
         add_auto_key_as_first_param: With `split_ops`, pass each call's auto-key first.
         requires_variable_completeness: Wait until this component and all its sub-components
-            have created their variables (e.g. to read every variable of a sub-tree).
+            have created their variables (e.g. to read every variable of a sub-tree); "parent":
+            until the parent's whole sub-tree has (a helper reading its siblings' variables).
+        output_space: The space of the result, where the build cannot infer it from the traced
+            shapes (see `rlgraph/graphs/trace_data.py`): ranks that no shape shows (a sample of
+            `num_records` rows has a batch rank), or bounds and dtypes to keep. A Space; a
+            function `fn(component, *argument_spaces, **keyword_argument_spaces)` returning the
+            space (a tuple of spaces for several results); or the name of such a method of the
+            component. The traced result must fit it (checked at build).
     """
     def decorate(func):
         info = _make_graph_fn_info(func, returns, flatten_ops, split_ops, add_auto_key_as_first_param,
-                                   requires_variable_completeness)
+                                   requires_variable_completeness, output_space)
         wrapper = graph_fn_wrapper(info)
         if component is not None:
             component.register_graph_fn(info, types.MethodType(wrapper, component))
@@ -198,12 +219,13 @@ def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: 
                 returns: Optional[int] = None, flatten_ops: OpsFlag = False, split_ops: bool = False,
                 add_auto_key_as_first_param: bool = False, must_be_complete: bool = True,
                 ok_to_overwrite: bool = False, requires_variable_completeness: bool = False,
-                no_grad: bool = False) -> Callable:
+                no_grad: bool = False, output_space: Any = None) -> Callable:
     """Marks a component method as an API method, callable by parents and by the executor.
 
     A method named `_graph_fn_<x>` becomes a graph function plus a thin API method `<x>` that
     calls it with all arguments; the graph-function flags (`flatten_ops`, `split_ops`,
-    `add_auto_key_as_first_param`, `requires_variable_completeness`) are only valid then.
+    `add_auto_key_as_first_param`, `requires_variable_completeness`, `output_space`) are only
+    valid then.
 
     Args:
         api_method: The method (when used without parentheses).
@@ -223,10 +245,11 @@ def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: 
         body = func
         if func.__name__.startswith(GRAPH_FN_PREFIX):
             gf_info = _make_graph_fn_info(func, returns, flatten_ops, split_ops, add_auto_key_as_first_param,
-                                          requires_variable_completeness)
+                                          requires_variable_completeness, output_space)
             api_name = name or func.__name__[len(GRAPH_FN_PREFIX):]
             body = graph_fn_wrapper(gf_info)
-        elif flatten_ops or split_ops or add_auto_key_as_first_param or requires_variable_completeness:
+        elif flatten_ops or split_ops or add_auto_key_as_first_param or requires_variable_completeness or \
+                output_space is not None:
             raise RLGraphError("graph-function flags on an API method that is not a `_graph_fn_` method",
                                where=f"@rlgraph_api {func.__qualname__}",
                                hint="put the flags on the @graph_fn that the API method calls.")
@@ -240,44 +263,3 @@ def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: 
         return wrapper
 
     return decorate(api_method) if api_method is not None else decorate
-
-
-def declare_output_space(output: Any, space_fn: Callable[[], Any]) -> Any:
-    """Gives a traced API output the space `space_fn()` while the build traces; else returns `output`.
-
-    The build infers an output's batch/time ranks from the sizes of its leading dims (see
-    `rlgraph/graphs/trace_data.py`). Components whose outputs create, drop or move those ranks
-    (folding B*T rows, sampling `num_records` rows from a memory) state the space instead. While
-    the build traces, API values are records that carry a `space`; at run time they are backend
-    tensors and pass through untouched. Containers of records get the matching container space's
-    leaves.
-    """
-    if tracing.tracer is None or not _all_leaves_have_space(output):
-        return output  # At run time, or while parts are still pending (the build retries later).
-    _set_space(output, space_fn())
-    return output
-
-
-def _all_leaves_have_space(output: Any) -> bool:
-    if isinstance(output, dict):
-        return all(_all_leaves_have_space(v) for v in output.values())
-    if isinstance(output, tuple):
-        return all(_all_leaves_have_space(v) for v in output)
-    return _has_space(output)
-
-
-def _has_space(value: Any) -> bool:
-    # The class is asked first: reading a record's `space` property would copy its shared space
-    # (see `DataOpRecord`), only for it to be replaced right after.
-    return hasattr(type(value), "space") or hasattr(value, "space")
-
-
-def _set_space(output: Any, space: Any) -> None:
-    if not isinstance(output, (dict, tuple)) and _has_space(output):
-        output.space = space
-    elif isinstance(output, dict):
-        for key, value in output.items():
-            _set_space(value, space[key])
-    elif isinstance(output, tuple):
-        for i, value in enumerate(output):
-            _set_space(value, space[i])

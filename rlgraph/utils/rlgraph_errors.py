@@ -86,6 +86,12 @@ class RLGraphInputIncompleteError(RLGraphError):
         super().__init__(message, **fields)
 
 
+class RLGraphBuildError(RLGraphError):
+    """An API method does what the build cannot turn into a graph: a python decision on, or
+    arithmetic with, a traced value (`if x:`, `int(x)`, `len(x)`, `x + 1`), which would be taken
+    once on trace data and then hold for every call. Such work belongs in a graph function."""
+
+
 class RLGraphObsoletedError(RLGraphError):
     """An API, argument or spec key was renamed or removed.
 

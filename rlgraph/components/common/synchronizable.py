@@ -96,15 +96,6 @@ class Synchronizable(Component):
         if self.sync_every_n_calls > 1:
             self.sync_counter = self.get_variable("sync_counter", dtype="int", initializer=0, trainable=False)
 
-    def check_variable_completeness(self) -> bool:
-        """Also requires the parent and all its other sub-components to have created their variables."""
-        if not self.variable_complete:
-            parent = self.parent_component
-            others = [] if parent is None else [c for c in parent.get_all_sub_components() if c is not self]
-            self.variable_complete = super().check_variable_completeness() and \
-                all(c.variables_created for c in others)
-        return self.variable_complete
-
     def _reset_build_state(self) -> None:
         super()._reset_build_state()
         self._synced = None
@@ -125,7 +116,7 @@ class Synchronizable(Component):
         return self._synced
 
     # --- API ----------------------------------------------------------------------------------------
-    @rlgraph_api(returns=1, requires_variable_completeness=True)
+    @rlgraph_api(returns=1, requires_variable_completeness="parent")
     def _graph_fn_get_sync_values(self):
         """The parent's variable values as a nested dict ({"dense": {"kernel": [in, units], ...}})."""
         values = {}
@@ -137,7 +128,7 @@ class Synchronizable(Component):
             _nest_into(values, name, value, self.global_scope)
         return values
 
-    @rlgraph_api(must_be_complete=False, requires_variable_completeness=True)
+    @rlgraph_api(must_be_complete=False, requires_variable_completeness="parent")
     def _graph_fn_sync(self, values):
         """Writes `values` (as `get_sync_values` of a twin returns them) into the parent's variables.
 

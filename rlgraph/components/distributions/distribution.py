@@ -53,6 +53,20 @@ class Distribution(Component):
 
     def __init__(self, scope: str = "distribution", **kwargs):
         super().__init__(scope=scope, **kwargs)
+        # The space of one sample (e.g. the action leaf a policy samples), set by the owner: samples
+        # then have it (with the parameters' batch/time ranks), bounds included, which shapes lack.
+        self.value_space = None
+
+    def _sample_space(self, parameters: Any, *other_arguments: Any) -> Any:
+        """The declared output space of the sampling graph functions (None: inferred)."""
+        if self.value_space is None or parameters is None:
+            return None
+        leaf = next(iter(parameters.flatten().values())) if hasattr(parameters, "flatten") else parameters
+        return self.value_space.with_extra_ranks(leaf.has_batch_rank, leaf.has_time_rank, leaf.time_major)
+
+    def _sample_and_log_prob_spaces(self, parameters: Any, *other_arguments: Any) -> Any:
+        sample = self._sample_space(parameters)
+        return None if sample is None else (sample, None)
 
     def get_distribution(self, parameters: Any) -> "BoundDistribution":
         """This distribution bound to `parameters`, for use INSIDE graph functions (e.g. of a loss
@@ -101,20 +115,20 @@ class Distribution(Component):
         return self._graph_fn_kl_divergence(parameters, other_parameters)
 
     # --- Graph functions ---------------------------------------------------------------------------
-    @graph_fn(returns=1)
+    @graph_fn(returns=1, output_space="_sample_space")
     def _graph_fn_sample_stochastic(self, parameters):
         return self._stochastic(parameters)
 
-    @graph_fn(returns=1)
+    @graph_fn(returns=1, output_space="_sample_space")
     def _graph_fn_sample_deterministic(self, parameters):
         return self._deterministic(parameters)
 
-    @graph_fn(returns=1)
+    @graph_fn(returns=1, output_space="_sample_space")
     def _graph_fn_draw(self, parameters, max_likelihood):
         return backend_maths().cond(max_likelihood, lambda: self._deterministic(parameters),
                                     lambda: self._stochastic(parameters), where=f"{self.global_scope}.draw")
 
-    @graph_fn(returns=2)
+    @graph_fn(returns=2, output_space="_sample_and_log_prob_spaces")
     def _graph_fn_sample_and_log_prob(self, parameters, max_likelihood):
         return backend_maths().cond(max_likelihood, lambda: self._sample_and_log_prob(parameters, True),
                                     lambda: self._sample_and_log_prob(parameters, False),
@@ -156,12 +170,6 @@ class Distribution(Component):
     def check_input_spaces(self, input_spaces, action_space=None):
         super().check_input_spaces(input_spaces, action_space)
         self._check_spaces(input_spaces)
-
-    def register_input_space(self, arg: str, space: Any, api_name: str) -> None:
-        # `values` and `other_parameters` may arrive after the component is input-complete (their
-        # API methods need not be called), so each new space is checked as it comes.
-        super().register_input_space(arg, space, api_name)
-        self._check_spaces(self.api_method_inputs, {arg: api_name})
 
     def _check_spaces(self, spaces: Dict[str, Any], api_of_arg: Optional[Dict[str, str]] = None) -> None:
         apis = dict(_API_OF_ARG, **(api_of_arg or {}))

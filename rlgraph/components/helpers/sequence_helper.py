@@ -4,7 +4,7 @@ from __future__ import annotations
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component
 from rlgraph.spaces import IntBox
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 
 # Backend functions shared with `GeneralizedAdvantageEstimation`. A flat batch [B] is a chain of
@@ -95,10 +95,10 @@ class SequenceHelper(Component):
     @rlgraph_api(must_be_complete=False)
     def calc_sequence_lengths(self, sequence_indices):
         """Lengths [num_fragments] of the fragments, in batch order."""
-        lengths = self._graph_fn_calc_sequence_lengths(sequence_indices)
-        return declare_output_space(lengths, lambda: IntBox(dtype="int64", add_batch_rank=True))
+        return self._graph_fn_calc_sequence_lengths(sequence_indices)
 
-    @graph_fn
+    # One row per fragment: a batch whose size no traced shape shows.
+    @graph_fn(output_space=IntBox(dtype="int64", add_batch_rank=True))
     def _graph_fn_calc_sequence_lengths(self, sequence_indices):
         if get_backend() == "tf":
             import tensorflow as tf

@@ -5,7 +5,7 @@ from typing import Any, Dict
 
 from rlgraph.components.component import Component
 from rlgraph.spaces import Space
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api  # noqa: F401 (re-exported)
+from rlgraph.utils.decorators import graph_fn, rlgraph_api  # noqa: F401 (re-exported)
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 
 
@@ -19,19 +19,12 @@ class Layer(Component):
         apply(*inputs): The layer's outputs for `inputs`.
     """
 
-    # True: `apply`'s output gets the space `get_preprocessed_space` gives, instead of the one the
-    # build infers from the traced shapes (needed where a layer folds, moves or adds ranks).
-    declares_output_space = False
-
     def __init__(self, scope: str = "layer", **kwargs):
         super().__init__(scope=scope, **kwargs)
 
     @rlgraph_api
     def apply(self, *inputs):
-        out = self._graph_fn_apply(*inputs)
-        if self.declares_output_space:
-            return declare_output_space(out, lambda: self.get_preprocessed_space(inputs[0].space))
-        return out
+        return self._graph_fn_apply(*inputs)
 
     @graph_fn
     def _graph_fn_apply(self, *inputs):
@@ -63,3 +56,10 @@ class Layer(Component):
             raise RLGraphSpaceError(None, f"no space for input {index} of apply", where=f"{self.global_scope}.apply",
                                     expected=f"a space for '{key}'", received=sorted(input_spaces))
         return input_spaces[key]
+
+
+def preprocessed_space(layer: "Layer", inputs: Any, *other_inputs: Any) -> Any:
+    """`@graph_fn(output_space=preprocessed_space)`: a layer's output has the space its
+    `get_preprocessed_space` gives for the first input's space (for layers that fold, move or
+    keep ranks that the traced shapes do not show)."""
+    return layer.get_preprocessed_space(inputs)

@@ -7,7 +7,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.components.memories.ring_ops import flat_records, num_rows, read_rows, write_ring
 from rlgraph.spaces import Space
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api, tracing
+from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 
@@ -117,9 +117,9 @@ class FIFOQueue(Memory):
 
     @rlgraph_api
     def get_records(self, num_records):
-        return declare_output_space(self._graph_fn_dequeue(num_records), lambda: self.record_space.with_batch_rank())
+        return self._graph_fn_dequeue(num_records)
 
-    @graph_fn
+    @graph_fn(output_space="records_space")
     def _graph_fn_dequeue(self, num_records):
         where = f"{self.global_scope}.get_records(num_records)"
         if get_backend() == "tf":

@@ -58,6 +58,11 @@ class Memory(Component):
         self.index = self.get_variable("index", dtype="int64", trainable=False)
         self.size = self.get_variable("size", dtype="int64", trainable=False)
 
+    def records_space(self, *argument_spaces: Any) -> Space:
+        """The space of a batch of records (`@graph_fn(output_space="records_space")` for graph
+        functions that read rows: their count, e.g. `num_records`, is no traced batch size)."""
+        return self.record_space.with_batch_rank()
+
     # --- Python-side persistence (vinci-style memory files) -------------------------------------
     def memory_variables(self) -> Dict[str, Any]:
         """Local name -> variable of everything this memory stores (records, positions, priorities)."""

@@ -8,7 +8,7 @@ import numpy as np
 from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.spaces import FloatBox, IntBox
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api, tracing
+from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.nest import unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
@@ -124,12 +124,13 @@ class PrioritizedReplay(Memory):
 
     @rlgraph_api
     def get_records(self, num_records=1):
-        out = self._graph_fn_get_records(num_records)
-        return declare_output_space(out, lambda: (self.record_space.with_batch_rank(),
-                                                  IntBox(self.capacity, add_batch_rank=True),
-                                                  FloatBox(add_batch_rank=True)))
+        return self._graph_fn_get_records(num_records)
 
-    @graph_fn
+    def _sample_spaces(self, num_records_space: Any = None) -> tuple:
+        """(records, indices, importance weights) of a sample (its size is no traced batch size)."""
+        return self.records_space(), IntBox(self.capacity, add_batch_rank=True), FloatBox(add_batch_rank=True)
+
+    @graph_fn(output_space="_sample_spaces")
     def _graph_fn_get_records(self, num_records):
         if get_backend() == "tf":
             records, indices, weights = _sample_tf(self, num_records)

@@ -7,7 +7,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.components.memories.ring_ops import flat_records, read_rows, write_ring
 from rlgraph.spaces import BoolBox, Dict, IntBox
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
 
 # Stands for "no episode boundary stored"; below every valid boundary (>= -1), so the next
@@ -136,9 +136,9 @@ class RingBuffer(Memory):
 
     @rlgraph_api
     def get_records(self, num_records):
-        return declare_output_space(self._graph_fn_latest(num_records), lambda: self.record_space.with_batch_rank())
+        return self._graph_fn_latest(num_records)
 
-    @graph_fn
+    @graph_fn(output_space="records_space")
     def _graph_fn_latest(self, num_records):
         where = f"{self.global_scope}.get_records(num_records)"
         if get_backend() == "tf":
@@ -159,10 +159,9 @@ class RingBuffer(Memory):
 
     @rlgraph_api
     def get_episodes(self, num_episodes):
-        return declare_output_space(self._graph_fn_episodes(num_episodes),
-                                    lambda: self.record_space.with_batch_rank())
+        return self._graph_fn_episodes(num_episodes)
 
-    @graph_fn
+    @graph_fn(output_space="records_space")
     def _graph_fn_episodes(self, num_episodes):
         where = f"{self.global_scope}.get_episodes(num_episodes)"
         if get_backend() == "tf":

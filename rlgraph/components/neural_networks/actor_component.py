@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from rlgraph.components.component import Component
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
-from rlgraph.utils.decorators import declare_output_space, rlgraph_api
+from rlgraph.utils.decorators import rlgraph_api
 
 
 class ActorComponent(Component):
@@ -67,8 +67,7 @@ class ActorComponent(Component):
             actions = self.policy.get_deterministic_action(preprocessed, internal_states)
         else:
             actions = self.policy.get_stochastic_action(preprocessed, internal_states)
-        # The actions are in the policy's action space (with its bounds, which exploration needs).
-        return declare_output_space(actions, lambda: self.policy.action_space.with_batch_rank())
+        return actions  # In the policy's action space, bounds included (see `Distribution.value_space`).
 
     @rlgraph_api
     def get_preprocessed_state_and_action(self, states, time_percentage, use_exploration=True, internal_states=None):

@@ -8,7 +8,7 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.optimizers.optimizer import Optimizer
-from rlgraph.utils.decorators import graph_fn
+from rlgraph.utils.decorators import graph_fn, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 
@@ -100,7 +100,13 @@ class LocalOptimizer(Optimizer):
                 loss = tf.identity(loss)
                 loss_per_item = None if loss_per_item is None else tf.identity(loss_per_item)
             return loss, loss_per_item
-        self._apply(variables, self._gradients(variables, loss), learning_rate)
+        gradients = self._gradients(variables, loss)
+        if tracing.tracer is not None:
+            # The build runs graph functions twice on trace data; an in-place update by the first run
+            # would invalidate the autograd graph of the second run's loss (and be undone anyway).
+            self._check_keys(variables, gradients)
+            return loss, loss_per_item
+        self._apply(variables, gradients, learning_rate)
         return loss, loss_per_item
 
     @graph_fn
@@ -133,14 +139,17 @@ class LocalOptimizer(Optimizer):
 
     def _apply(self, variables: Dict[str, Any], gradients: Dict[str, Any], learning_rate: Any) -> List[Any]:
         """Updates every variable (and its slots); returns the TF assign ops (empty on PyTorch)."""
-        if set(variables) != set(gradients):
-            raise RLGraphError("gradients and variables have different keys",
-                               where=f"{self.global_scope}.apply_gradients(gradients)",
-                               expected=sorted(variables), received=sorted(gradients))
+        self._check_keys(variables, gradients)
         if get_backend() == "tf":
             return self._apply_tf(variables, gradients, learning_rate)
         self._apply_torch(variables, gradients, learning_rate)
         return []
+
+    def _check_keys(self, variables: Dict[str, Any], gradients: Dict[str, Any]) -> None:
+        if set(variables) != set(gradients):
+            raise RLGraphError("gradients and variables have different keys",
+                               where=f"{self.global_scope}.apply_gradients(gradients)",
+                               expected=sorted(variables), received=sorted(gradients))
 
     def _apply_tf(self, variables, gradients, learning_rate) -> List[Any]:
         import tensorflow as tf

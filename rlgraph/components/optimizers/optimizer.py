@@ -9,11 +9,10 @@ import numpy as np
 from rlgraph.components.component import Component
 from rlgraph.spaces import Dict as DictSpace
 from rlgraph.spaces import FloatBox
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 # API arguments whose spaces the optimizer checks; only `variables` is needed to create its slots.
-_APIS_WITH_VARIABLES = ("step", "calculate_gradients", "apply_gradients")
 
 
 class Optimizer(Component):
@@ -51,6 +50,10 @@ class Optimizer(Component):
     (0.00055, 'optimizer/learning-rate')
     """
 
+    # Only the space of `variables` is needed to create the slots (a parent may call only `step`,
+    # or only `calculate_gradients` + `apply_gradients`).
+    input_spaces_needed = ("variables",)
+
     def __init__(self, learning_rate: Any = None, scope: str = "optimizer", **kwargs):
         super().__init__(scope=scope, **kwargs)
         self.learning_rate = learning_rate
@@ -70,13 +73,6 @@ class Optimizer(Component):
         self.variables_space: Optional[DictSpace] = None
 
     # --- Build --------------------------------------------------------------------------------------------
-    def missing_input_spaces(self) -> Dict[str, List[str]]:
-        """Only the space of `variables` is needed (a parent may call only `step`, or only
-        `calculate_gradients` + `apply_gradients`)."""
-        if self.api_method_inputs.get("variables") is None:
-            return {api: ["variables"] for api in _APIS_WITH_VARIABLES}
-        return {}
-
     def check_input_spaces(self, input_spaces, action_space=None):
         variables = input_spaces.get("variables")
         where = f"{self.global_scope}.step(variables)"
@@ -130,8 +126,7 @@ class Optimizer(Component):
     @rlgraph_api(must_be_complete=False)
     def calculate_gradients(self, variables, loss, time_percentage=None):
         """The (clipped) gradients of `loss` with respect to `variables`: dict name -> gradient."""
-        gradients = self._graph_fn_calculate_gradients(variables, loss)
-        return declare_output_space(gradients, lambda: self.variables_space)
+        return self._graph_fn_calculate_gradients(variables, loss)
 
     @rlgraph_api(must_be_complete=False)
     def apply_gradients(self, variables, gradients, time_percentage=None):
@@ -156,7 +151,8 @@ class Optimizer(Component):
         raise RLGraphError(f"{type(self).__name__} does not implement step", where=self.global_scope,
                            hint="use a LocalOptimizer subclass such as AdamOptimizer.")
 
-    @graph_fn
+    # The gradients have the variables' spaces.
+    @graph_fn(output_space=lambda self, variables, loss: variables)
     def _graph_fn_calculate_gradients(self, variables, loss):
         raise RLGraphError(f"{type(self).__name__} does not implement calculate_gradients", where=self.global_scope,
                            hint="use a LocalOptimizer subclass such as AdamOptimizer.")

@@ -111,6 +111,7 @@ class Policy(Component):
         for i, (key, leaf) in enumerate(self.flat_action_space.items()):
             kind = space_kind(leaf, where=f"{name}(action_space) at {key or 'the top'}")
             distribution, parameterization = self._make_distribution(kind, leaf, i, key)
+            distribution.value_space = leaf.strip_ranks()
             self.action_adapters[key] = self._make_action_adapter(leaf, i, parameterization)
             self.distributions[key] = distribution
         self.add_components(self.network, *self.action_adapters.values(), *self.distributions.values())

@@ -1,7 +1,7 @@
 """`Noise`: base class of noise components for continuous actions."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from rlgraph.components.component import Component
 from rlgraph.spaces import FloatBox, Space
@@ -48,11 +48,12 @@ class Noise(Component):
     """
 
     __lookup_classes__: dict = {}  # Filled on first use by `from_spec` (the subclasses import this module).
+    # `get_noise` takes no arguments: the variables wait for the action space only.
+    input_spaces_needed = ("action_space",)
 
     def __init__(self, action_space: Any = None, scope: str = "noise", **kwargs):
         super().__init__(scope=scope, **kwargs)
         self.action_space: Optional[FloatBox] = None
-        self._waiting_for_space = False
         if action_space is not None:
             self.set_action_space(action_space)
 
@@ -70,21 +71,9 @@ class Noise(Component):
                                     expected=self.action_space, hint="use one noise component per action space.")
         self.action_space = leaf
 
-    def when_input_complete(self, input_spaces: Optional[Dict[str, Any]] = None, action_space: Any = None,
-                            device: Optional[str] = None, summary_regexp: Optional[str] = None) -> None:
-        # `get_noise` has no arguments, so the build completes this component right away; without
-        # an action space yet it waits (variables not created) until a parent sets one.
+    def check_input_spaces(self, input_spaces, action_space=None):
         if self.action_space is None and action_space is not None:
             self.set_action_space(action_space)
-        if self.action_space is None:
-            self._waiting_for_space = True
-            return
-        super().when_input_complete(input_spaces, action_space, device=device, summary_regexp=summary_regexp)
-
-    def missing_input_spaces(self) -> Dict[str, list]:
-        if self._waiting_for_space and self.action_space is None:
-            return {"get_noise": ["action_space"]}  # Named in the build's "stuck" error message.
-        return super().missing_input_spaces()
 
     @rlgraph_api
     def get_noise(self):

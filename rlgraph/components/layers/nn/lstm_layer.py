@@ -9,7 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, IntBox, Space
 from rlgraph.spaces import Tuple as TupleSpace
-from rlgraph.utils.decorators import declare_output_space, graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 PEEPHOLE_NAMES = ("w_i_diag", "w_f_diag", "w_o_diag")
@@ -110,9 +110,7 @@ class LSTMLayer(NNLayer):
 
     @rlgraph_api
     def apply(self, inputs, initial_c_and_h_states=None, sequence_length=None):
-        out = self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length)
-        # The states are [B, units]: stated explicitly, as `units` could equal the trace's time size.
-        return declare_output_space(out, lambda: self.get_output_spaces(inputs.space))
+        return self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length)
 
     def get_output_spaces(self, space: Space) -> dict:
         """The spaces of `apply`'s result for inputs of `space`: "output" and "last_internal_states" (c, h)."""
@@ -163,7 +161,7 @@ class LSTMLayer(NNLayer):
             self.peepholes = tuple(self.get_variable(name, shape=(self.units,), dtype="float", initializer=0.0,
                                                      trainable=True) for name in PEEPHOLE_NAMES)
 
-    @graph_fn
+    @graph_fn(output_space=lambda self, inputs, *rest: self.get_output_spaces(inputs))
     def _graph_fn_apply(self, inputs, initial_c_and_h_states=None, sequence_length=None):
         run = _lstm_tf if get_backend() == "tf" else _lstm_torch
         output, c, h = run(self, inputs, initial_c_and_h_states, sequence_length)

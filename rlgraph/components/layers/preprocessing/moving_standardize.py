@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.layers.layer import preprocessed_space
 from rlgraph.components.layers.preprocessing.preprocess_layer import PreprocessLayer
 from rlgraph.spaces import BoolBox, ContainerSpace, FloatBox, Space, TextBox
 from rlgraph.utils.decorators import graph_fn
@@ -92,9 +93,8 @@ class MovingStandardize(PreprocessLayer):
         self.mean = self.get_variable("mean", shape=space.shape, dtype=dtype, trainable=False)
         self.m2 = self.get_variable("m2", shape=space.shape, dtype=dtype, trainable=False)
 
-    declares_output_space = True  # It moves or keeps ranks that the build cannot infer from shapes.
-
-    @graph_fn
+    # It moves or keeps ranks that the traced shapes do not show.
+    @graph_fn(output_space=preprocessed_space)
     def _graph_fn_apply(self, *inputs):
         if get_backend() == "tf":
             return self._apply_tf(inputs[0])

@@ -6,6 +6,7 @@ from typing import Optional
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.layers.layer import preprocessed_space
 from rlgraph.components.layers.preprocessing.preprocess_layer import PreprocessLayer
 from rlgraph.components.layers.preprocessing.reshape import box_like
 from rlgraph.spaces import ContainerSpace, FloatBox, IntBox, Space
@@ -102,9 +103,8 @@ class RankReinterpreter(PreprocessLayer):
     def check_input_spaces(self, input_spaces, action_space=None):
         self.get_preprocessed_space(self.input_space(input_spaces))
 
-    declares_output_space = True  # It moves or keeps ranks that the build cannot infer from shapes.
-
-    @graph_fn
+    # It moves or keeps ranks that the traced shapes do not show.
+    @graph_fn(output_space=preprocessed_space)
     def _graph_fn_apply(self, *inputs):
         if get_backend() == "tf":
             import tensorflow as tf

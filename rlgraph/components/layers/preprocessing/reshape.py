@@ -11,7 +11,6 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.preprocessing.preprocess_layer import PreprocessLayer
-from rlgraph.components.layers.layer import declare_output_space
 from rlgraph.spaces import BoolBox, ContainerSpace, FloatBox, IntBox, Space, TextBox
 from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
@@ -239,12 +238,10 @@ class ReShape(PreprocessLayer):
     # --- API ----------------------------------------------------------------------------------------
     @rlgraph_api
     def apply(self, inputs, input_before_time_rank_folding=None):
-        out = self._graph_fn_apply(inputs, input_before_time_rank_folding)
-        original = input_before_time_rank_folding
-        return declare_output_space(out, lambda: self._output_space(
-            inputs.space, getattr(original, "space", None)))
+        return self._graph_fn_apply(inputs, input_before_time_rank_folding)
 
-    @graph_fn
+    # Folding and unfolding move ranks that the traced shapes do not show.
+    @graph_fn(output_space=lambda self, inputs, original=None: self._output_space(inputs, original))
     def _graph_fn_apply(self, inputs, input_before_time_rank_folding=None):
         x, original = inputs, input_before_time_rank_folding
         backend = get_backend()

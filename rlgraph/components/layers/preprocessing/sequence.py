@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.layers.layer import preprocessed_space
 from rlgraph.components.layers.preprocessing.preprocess_layer import PreprocessLayer
 from rlgraph.components.layers.preprocessing.reshape import box_like
 from rlgraph.spaces import ContainerSpace, FloatBox, IntBox, Space
@@ -105,9 +106,8 @@ class Sequence(PreprocessLayer):
         self.reset_flag = self.get_variable("reset-flag", dtype="bool", initializer=True, trainable=False)
 
     # --- API ----------------------------------------------------------------------------------------
-    declares_output_space = True  # It moves or keeps ranks that the build cannot infer from shapes.
-
-    @graph_fn
+    # It moves or keeps ranks that the traced shapes do not show.
+    @graph_fn(output_space=preprocessed_space)
     def _graph_fn_apply(self, *inputs):
         x = inputs[0]
         batch = x.shape[0]

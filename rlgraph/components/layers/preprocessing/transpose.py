@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.layers.layer import preprocessed_space
 from rlgraph.components.layers.preprocessing.preprocess_layer import PreprocessLayer
 from rlgraph.spaces import ContainerSpace, Space
 from rlgraph.utils.decorators import graph_fn
@@ -53,9 +54,8 @@ class Transpose(PreprocessLayer):
     def check_input_spaces(self, input_spaces, action_space=None):
         self._check(self.input_space(input_spaces))
 
-    declares_output_space = True  # It moves or keeps ranks that the build cannot infer from shapes.
-
-    @graph_fn
+    # It moves or keeps ranks that the traced shapes do not show.
+    @graph_fn(output_space=preprocessed_space)
     def _graph_fn_apply(self, *inputs):
         x = inputs[0]
         if get_backend() == "tf":
