@@ -17,16 +17,11 @@ from rlgraph.utils.util import convert_dtype
 
 
 class VariableRecord:
-    """A registered variable and how to restore its initial value.
-
-    `version` is PyTorch's in-place write counter (`Tensor._version`) when the variable last held
-    its initial value (None on TF): a variable whose counter has not moved needs no restoring.
-    """
-    __slots__ = ("variable", "initial", "trainable", "local", "version")
+    """A registered variable and how to restore its initial value."""
+    __slots__ = ("variable", "initial", "trainable", "local")
 
     def __init__(self, variable, initial, trainable, local):
         self.variable, self.initial, self.trainable, self.local = variable, initial, trainable, local
-        self.version = getattr(variable, "_version", None)
 
 
 class ComponentVariablesMixin:
@@ -282,18 +277,14 @@ def _restore_tf(record: VariableRecord) -> None:
 
 def restore_initial_values(components: list) -> None:
     """Sets every variable of `components` back to the value it was created with (the build
-    undoes its trace runs' writes with this).
-
-    PyTorch variables whose in-place write counter (`Tensor._version`) has not moved since they
-    held their initial value are left alone (writes through `.data` or a numpy view bypass the
-    counter; rlgraph's own writes never do), and the others are restored in a few batched calls.
-    """
+    undoes its trace runs' writes with this). PyTorch variables are restored in a few batched
+    calls (one `_foreach_zero_` for all zero-initialized ones)."""
     written = []
     for component in components:
         for record in component.variable_records.values():
             if hasattr(record.variable, "assign"):
                 _restore_tf(record)
-            elif record.variable._version != record.version:
+            else:
                 written.append(record)
     if not written:
         return
@@ -314,8 +305,6 @@ def restore_initial_values(components: list) -> None:
             torch._foreach_zero_(variables)
         for device, variables in copy_to.items():
             torch._foreach_copy_(variables, copy_from[device])
-    for record in written:
-        record.version = record.variable._version
 
 
 def _torch_initial(torch: Any, initial: Any, variable: Any) -> Any:

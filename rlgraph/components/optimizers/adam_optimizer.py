@@ -89,7 +89,7 @@ class AdamOptimizer(LocalOptimizer):
                                    beta2=self.beta_2, weight_decay=0.0, eps=self.epsilon, amsgrad=False,
                                    maximize=False)
                 # The kernel writes through data pointers without bumping the tensors' in-place version
-                # counters, which autograd's checks and the build's restore of initial values rely on.
+                # counters, which autograd's checks rely on.
                 torch.autograd.graph.increment_version(params + m + v)
                 return None
             t = float(self.step_count.item())
