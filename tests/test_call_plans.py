@@ -282,3 +282,12 @@ def _dqn_trace(backend: str) -> list:
 def test_dqn_agent_is_deterministic_under_its_seed():
     # The same seed, states and calls: actions and losses must repeat exactly.
     assert _dqn_trace("pytorch") == _dqn_trace("pytorch")
+
+
+def test_the_removed_torch_call_plans_key_is_explained():
+    from rlgraph.agents import Agent
+    from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+    spec = {"type": "dqn", "network_spec": [{"type": "dense", "units": 4}],
+            "execution_spec": {"torch_call_plans": False}}
+    with pytest.raises(RLGraphSpecError, match=r"torch_call_plans.*derived at build and always used"):
+        Agent.from_spec(spec, state_space=FloatBox(shape=(2,)), action_space=IntBox(2), backend="pytorch")

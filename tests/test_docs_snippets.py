@@ -1,6 +1,13 @@
 """The python snippets of the docs run as written (on both backends)."""
 import re
+import textwrap
 from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlgraph.spaces import FloatBox
+from rlgraph.utils.rlgraph_errors import RLGraphBuildError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -10,13 +17,13 @@ def _run_doc(name: str, backend: str, num_blocks: int, use_blocks: int = None) -
     returns their namespace. The page must hold exactly `num_blocks` blocks (at least, if
     `use_blocks` is given)."""
     path = DOCS / name
-    blocks = re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?) *```", path.read_text(), flags=re.S)
     if use_blocks is None:
         assert len(blocks) == num_blocks
     else:
         assert len(blocks) >= num_blocks
         blocks = blocks[:use_blocks]
-    code = "\n".join(blocks).replace('backend="tf"', f'backend="{backend}"')
+    code = "\n".join(textwrap.dedent(block) for block in blocks).replace('backend="tf"', f'backend="{backend}"')
     namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - our own documentation
     return namespace
@@ -25,6 +32,15 @@ def _run_doc(name: str, backend: str, num_blocks: int, use_blocks: int = None) -
 def test_components_doc_snippets_run(backend):
     namespace = _run_doc("components.md", backend, 2, use_blocks=2)
     assert namespace["test"].test("get_value").item() == 5.0
+
+
+def test_components_doc_build_snippets_run(backend):
+    namespace = _run_doc("components.md", backend, 4, use_blocks=3)
+    q = np.array([[0.0, 2.0, 1.0], [3.0, 1.0, 0.0]], np.float32)
+    assert namespace["greedy"].test(("act", q)).tolist() == [1, 0]
+    assert namespace["greedy"].component.api_method_inputs["q"] == FloatBox(shape=(3,), add_batch_rank=True)
+    with pytest.raises(RLGraphBuildError, match=r"^b\.run\(flag\): the API method takes a python decision"):
+        _run_doc("components.md", backend, 4)
 
 
 def test_layers_doc_snippets_run(backend):

@@ -29,6 +29,9 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "mode": "single",
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
 }
+# Keys of earlier rlgraph versions that are gone -> why (the hint of the unknown-key error).
+REMOVED_KEYS = {"torch_call_plans": "PyTorch's call plans are derived at build and always used (see "
+                                    "docs/components.md); remove the key."}
 SAVER_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "checkpoint_frequency": None, "max_checkpoints": None}
 SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "summary_interval": 100}
 
@@ -48,9 +51,9 @@ def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner:
     unknown = sorted(set(spec) - set(defaults))
     if unknown:
         guess = closest_match(unknown[0], list(defaults))
+        hint = REMOVED_KEYS.get(unknown[0], f"did you mean '{guess}'?" if guess else None)
         raise RLGraphSpecError(f"unknown key(s) {unknown} in {name}", where=f"{owner}({name})",
-                               expected=sorted(defaults), received=unknown,
-                               hint=f"did you mean '{guess}'?" if guess else None)
+                               expected=sorted(defaults), received=unknown, hint=hint)
     out = dict(defaults)
     out.update(spec)
     return out
