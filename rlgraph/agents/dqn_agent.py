@@ -121,12 +121,12 @@ class DQNAgent(Agent):
         return stats
 
     # --- Observing ------------------------------------------------------------------------------
-    def _observe_graph(self, preprocessed_states, actions, rewards, next_states, terminals) -> None:
+    def _observe_graph(self, records: dict) -> None:
         if self.python_memory is not None:
-            self.python_memory.insert_records(dict(states=preprocessed_states, actions=actions, rewards=rewards,
-                                                   next_states=next_states, terminals=terminals))
+            self.python_memory.insert_records(records)
             return
-        self._executor().execute(("insert_records", [preprocessed_states, actions, rewards, next_states, terminals]))
+        self._executor().execute(("insert_records", [records["states"], records["actions"], records["rewards"],
+                                                     records["next_states"], records["terminals"]]))
 
     # --- Acting ---------------------------------------------------------------------------------
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
