@@ -7,10 +7,11 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
+from rlgraph.agents.records import record_space, to_record
 from rlgraph.components.component import Component
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.policies.policy import Policy
-from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
+from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
@@ -85,16 +86,10 @@ class DQNAgent(Agent):
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
             self.state_space.with_batch_rank()).strip_ranks()
         batch = dict(add_batch_rank=True)
-        # Copies: a container sets the ranks of the spaces it is given.
-        self.root_component.record_space = Dict(
-            states=self.preprocessed_state_space.strip_ranks(), actions=self.action_space.strip_ranks(),
-            rewards=FloatBox(), next_states=self.preprocessed_state_space.strip_ranks(), terminals=BoolBox(),
-            add_batch_rank=True)
         self.input_spaces = dict(
             states=self.state_space.with_batch_rank(),
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
-            next_states=self.preprocessed_state_space.with_batch_rank(),
-            actions=self.action_space.with_batch_rank(), rewards=FloatBox(**batch), terminals=BoolBox(**batch),
+            records=record_space(self.preprocessed_state_space, self.action_space),
             importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
         if memory is not None:
             self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
@@ -125,8 +120,7 @@ class DQNAgent(Agent):
         if self.python_memory is not None:
             self.python_memory.insert_records(records)
             return
-        self._executor().execute(("insert_records", [records["states"], records["actions"], records["rewards"],
-                                                     records["next_states"], records["terminals"]]))
+        self._executor().execute(("insert_records", [records]))
 
     # --- Acting ---------------------------------------------------------------------------------
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
@@ -160,6 +154,9 @@ class DQNAgent(Agent):
 
         Returns:
             (loss, loss_per_item) as numpy.
+
+        Raises:
+            RLGraphError: If `batch` lacks one of those keys or has another.
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         executor = self._executor()
@@ -176,26 +173,22 @@ class DQNAgent(Agent):
             indices = None
             if batch is None:
                 records, indices, weights = self.python_memory.get_records(self.update_spec["batch_size"])
-                batch = dict(records, importance_weights=weights)
                 if self.store_last_memory_batch:
-                    self.last_memory_batch = batch
-            loss, loss_per_item, td = executor.execute(("update_from_external_batch", self._batch_args(batch) + [tp]))
+                    self.last_memory_batch = dict(records, importance_weights=weights)
+            else:
+                records, weights = self._record_and_weights(batch, "update(batch)")
+            loss, loss_per_item, td = executor.execute(("update_from_external_batch", [records, weights, tp]))
             if indices is not None:
                 self.python_memory.update_records(indices, td)
         self.num_updates += 1
         return loss, loss_per_item
 
-    def _batch_args(self, batch: dict) -> list:
-        missing = [k for k in ("states", "actions", "rewards", "terminals", "next_states") if k not in batch]
-        if missing:
-            raise RLGraphError(f"the update batch lacks {missing}", where=f"{self.name}.update",
-                               expected=["states", "actions", "rewards", "terminals", "next_states",
-                                         "(importance_weights)"], received=sorted(batch))
-        rewards = np.asarray(batch["rewards"], np.float32)
+    def _record_and_weights(self, batch: dict, method: str) -> tuple:
+        """(the record, importance weights [B] float32: ones when `batch` has none)."""
+        records = to_record(batch, f"{self.name}.{method}", optional=("importance_weights",))
         weights = batch.get("importance_weights")
-        weights = np.ones_like(rewards) if weights is None else np.asarray(weights, np.float32)
-        return [batch["states"], batch["actions"], rewards, np.asarray(batch["terminals"], bool),
-                batch["next_states"], weights]
+        weights = np.ones_like(records["rewards"]) if weights is None else np.asarray(weights, np.float32)
+        return records, weights
 
     def memory_size(self) -> int:
         """The number of transitions in the memory."""
@@ -205,7 +198,7 @@ class DQNAgent(Agent):
 
     def get_td_loss(self, batch: dict) -> tuple:
         """(loss, loss_per_item, td_errors) of a batch (as for `update`) without updating."""
-        return self._executor().execute(("get_td_loss", self._batch_args(batch)))
+        return self._executor().execute(("get_td_loss", list(self._record_and_weights(batch, "get_td_loss(batch)"))))
 
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
