@@ -299,3 +299,16 @@ def test_format_1_agent_state_loads_its_buffers_in_record_order(trained, backend
         np.testing.assert_array_equal(loaded.state, kept.state)
         np.testing.assert_array_equal(loaded.next_state, kept.next_state)
 
+
+def test_python_memory_round_trip(backend, tmp_path):
+    spec = dict(memory_spec={"type": "mem-prioritized-replay", "capacity": 16})
+    agent = _agent(backend, **spec)
+    _run(agent, _data(9), 0, 9)
+    path = agent.store_model(str(tmp_path), add_timestep=False)
+    twin = _agent(backend, seed=5, **spec)
+    assert twin.memory_size() == 0
+    twin.load_model(path)
+    assert twin.memory_size() == agent.memory_size() == 9
+    np.testing.assert_array_equal(twin.replay.memory.tree.leaves(), agent.replay.memory.tree.leaves())
+    for key, stored in agent.replay.memory.storage.items():
+        np.testing.assert_array_equal(twin.replay.memory.storage[key], stored, err_msg=key)

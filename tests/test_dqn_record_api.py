@@ -1,6 +1,6 @@
 """DQN's one record: {"states", "actions", "rewards", "terminals", "next_states"} from the observe buffers
-through the memories to the loss, the same losses from the in-graph and the python-side memory, and
-clear errors for records with missing or unknown keys.
+through the memories to the loss, the in-graph and the python-side memory on one code path, and clear
+errors for records with missing or unknown keys.
 
 Every test body runs on both backends (the `backend` fixture). Agents as in agent_helpers.py (one
 dense layer of 8 units, FloatBox(4) states, IntBox(3) actions).
@@ -10,9 +10,10 @@ import pytest
 
 from agent_helpers import _agent, _memory, _perturb_target, _random_batch, _target_q
 from rlgraph.agents.records import RECORD_KEYS
+from rlgraph.agents.replay_access import GraphReplay, PythonReplay
 from rlgraph.spaces import Dict
 from rlgraph.utils import numpy as rnp
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 DISCOUNT = 0.9
 
@@ -51,6 +52,7 @@ def test_root_apis_take_one_record(backend):
     space = agent.input_spaces["records"]
     assert isinstance(space, Dict) and sorted(space.keys()) == sorted(RECORD_KEYS) and space.has_batch_rank
     assert not hasattr(agent.root_component, "record_space")
+    assert isinstance(agent.replay, GraphReplay) and agent.replay.in_graph
 
 
 def test_insert_records_then_update_from_memory(backend):
@@ -100,6 +102,7 @@ def test_graph_and_python_memories_give_the_same_losses(backend, memory_type):
                       update_spec={"batch_size": 4, "sync_interval": 1000})
     python = _agent(backend, discount=0.9, memory_spec={"type": "mem-prioritized-replay", "capacity": 16},
                     update_spec={"batch_size": 4, "sync_interval": 1000}, store_last_memory_batch=True)
+    assert isinstance(python.replay, PythonReplay) and not python.replay.in_graph
     _perturb_target(in_graph)
     _copy_networks(in_graph, python)
     record = _record(seed=13, n=10)
@@ -124,6 +127,20 @@ def test_graph_and_python_memories_give_the_same_losses(backend, memory_type):
     _, per_item = in_graph.update()
     for value in per_item:
         assert np.isclose(expected, value, rtol=1e-5, atol=1e-6).any(), (value, expected)
+
+
+def test_python_memory_priorities_are_absolute_td_errors(backend):
+    agent = _agent(backend, memory_spec={"type": "mem-prioritized-replay", "capacity": 8, "alpha": 1.0},
+                   update_spec={"batch_size": 4, "sync_interval": 1000})
+    agent.import_observations(_record(seed=14, n=8))
+    records, indices, weights = agent.replay.sample(4)
+    _, _, td = agent.get_td_loss(dict(records, importance_weights=weights))
+    agent.replay.update_priorities(indices, td)
+    # Leaf i holds (|td_i| + epsilon) ** alpha; for a repeated index the last one wins.
+    last = {int(i): float(abs(t)) for i, t in zip(indices, td)}
+    leaves = agent.replay.memory.tree.leaves()
+    for index, value in last.items():
+        assert leaves[index] == pytest.approx(value + 1e-6, rel=1e-5)
 
 
 # --- Missing and unknown keys --------------------------------------------------------------------------------
@@ -171,3 +188,7 @@ def test_build_rejects_a_records_space_without_the_record_keys(backend):
     with pytest.raises(RLGraphError, match=r"\(records\).*lacks \['terminals'\]"):
         agent.build()
 
+
+def test_store_last_memory_batch_needs_the_python_memory(backend):
+    with pytest.raises(RLGraphSpecError, match="store_last_memory_batch"):
+        _agent(backend, store_last_memory_batch=True)
