@@ -107,7 +107,7 @@ def test_store_and_load_in_the_same_process(trained, backend, tmp_path):
     _assert_same_weights(_all_weights(twin), _all_weights(agent))
     assert (twin.timesteps, twin.num_updates, twin.last_sync_timestep) == (7, 4, 7)
     assert twin.memory_size() == 5 and twin.buffers.pending() == 2
-    assert [t[2] for t in twin.buffers.buffers[None]] == [t[2] for t in agent.buffers.buffers[None]]
+    assert [t.reward for t in twin.buffers.buffers[None]] == [t.reward for t in agent.buffers.buffers[None]]
 
 
 def test_store_into_saver_directory(backend, tmp_path):
@@ -275,3 +275,40 @@ def test_incomplete_agent_state_raises_before_loading(trained, backend):
     with pytest.raises(RLGraphCheckpointError):
         victim.load_model(path)
     _check_unchanged(victim, before, (0, 0, 0))
+
+
+def test_format_1_agent_state_loads_its_buffers_in_record_order(trained, backend):
+    """Format 1 kept buffered transitions as plain tuples (s, a, r, s', d); they come back as
+    `Transition`s (s, a, r, d, s'), the record order."""
+    agent, path = trained
+    filename = os.path.join(path, "agent_state.pkl")
+    with open(filename, "rb") as handle:
+        payload = pickle.load(handle)
+    assert payload["format_version"] == 2
+    payload["format_version"] = 1
+    payload["state"]["buffers"] = {env_id: [(t.state, t.action, t.reward, t.next_state, t.terminal) for t in buffer]
+                                   for env_id, buffer in payload["state"]["buffers"].items()}
+    with open(filename, "wb") as handle:
+        pickle.dump(payload, handle)
+    twin = _agent(backend, seed=99)
+    twin.load_model(path)
+    assert twin.buffers.pending() == 2
+    for loaded, kept in zip(twin.buffers.buffers[None], agent.buffers.buffers[None]):
+        assert type(loaded) is type(kept)
+        assert loaded.reward == kept.reward and loaded.terminal == kept.terminal
+        np.testing.assert_array_equal(loaded.state, kept.state)
+        np.testing.assert_array_equal(loaded.next_state, kept.next_state)
+
+
+def test_python_memory_round_trip(backend, tmp_path):
+    spec = dict(memory_spec={"type": "mem-prioritized-replay", "capacity": 16})
+    agent = _agent(backend, **spec)
+    _run(agent, _data(9), 0, 9)
+    path = agent.store_model(str(tmp_path), add_timestep=False)
+    twin = _agent(backend, seed=5, **spec)
+    assert twin.memory_size() == 0
+    twin.load_model(path)
+    assert twin.memory_size() == agent.memory_size() == 9
+    np.testing.assert_array_equal(twin.replay.memory.tree.leaves(), agent.replay.memory.tree.leaves())
+    for key, stored in agent.replay.memory.storage.items():
+        np.testing.assert_array_equal(twin.replay.memory.storage[key], stored, err_msg=key)

@@ -59,5 +59,6 @@ def test_policies_doc_snippet_runs(backend):
 
 
 def test_agents_doc_snippets_run(backend):
-    namespace = _run_doc("agents.md", backend, 3)
+    namespace = _run_doc("agents.md", backend, 4)
     assert namespace["stats"]["timesteps_executed"] == 200
+    assert namespace["loss_per_item"].shape == (2,) and namespace["td_errors"].shape == (2,)

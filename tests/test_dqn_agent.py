@@ -280,14 +280,14 @@ def test_update_from_python_memory(backend):
     agent.observe(batch["states"], batch["actions"], None, batch["rewards"], batch["next_states"],
                   batch["terminals"])
     agent.flush_buffers()
-    assert agent.python_memory.get_size() == 10 and agent.memory_size() == 10
-    np.testing.assert_array_equal(agent.python_memory.tree.leaves()[:10], np.ones(10))
+    assert agent.replay.memory.get_size() == 10 and agent.memory_size() == 10
+    np.testing.assert_array_equal(agent.replay.memory.tree.leaves()[:10], np.ones(10))
     loss, per_item = agent.update()
     assert np.isfinite(loss) and np.shape(per_item) == (4,) and agent.num_updates == 1
     assert sorted(agent.last_memory_batch) == ["actions", "importance_weights", "next_states", "rewards", "states",
                                                "terminals"]
     # Squared loss: the sampled records' priorities become |td| + epsilon = sqrt(2 * loss_i) + 1e-6.
-    leaves = agent.python_memory.tree.leaves()[:10]
+    leaves = agent.replay.memory.tree.leaves()[:10]
     assert not np.array_equal(leaves, np.ones(10))
     for value in np.sqrt(2.0 * per_item) + 1e-6:
         assert np.isclose(leaves, value, rtol=1e-4).any()

@@ -9,7 +9,8 @@ from typing import Any, Dict, Hashable, List, Optional, Tuple
 import numpy as np
 
 from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
-from rlgraph.agents.observe_buffers import ObserveBuffers, stack_transitions
+from rlgraph.agents.observe_buffers import ObserveBuffers, Transition, stack_transitions
+from rlgraph.agents.records import to_record
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
                                   SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_positive_int, check_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
@@ -263,10 +264,11 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             # The worker's per-step call: one transition straight into its env's buffer.
             terminal = bool(np.asarray(terminals))
             self.timesteps += 1
-            ready = self.buffers.add(env_id, [(preprocessed_states, actions, float(np.asarray(rewards)), next_states,
-                                               terminal)], episode_end=terminal or bool(truncated))
+            ready = self.buffers.add(env_id, [Transition(preprocessed_states, actions, float(np.asarray(rewards)),
+                                                         terminal, next_states)],
+                                     episode_end=terminal or bool(truncated))
             if ready:
-                self._observe_graph(*stack_transitions(ready))
+                self._observe_graph(stack_transitions(ready))
             return
         states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
         if single:
@@ -279,11 +281,12 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
                                expected=count, received=len(terminals))
         self.timesteps += count
         if not buffered:
-            self._observe_graph(states, actions, rewards, next_states, terminals)
+            self._observe_graph({"states": states, "actions": actions, "rewards": rewards, "terminals": terminals,
+                                 "next_states": next_states})
             return
         # (Without buffering, n-step returns still need the next n - 1 rewards: buffers of size n.)
-        rows = [(batch_row(states, i), batch_row(actions, i), float(rewards[i]), batch_row(next_states, i),
-                 bool(terminals[i])) for i in range(count)]
+        rows = [Transition(batch_row(states, i), batch_row(actions, i), float(rewards[i]), bool(terminals[i]),
+                           batch_row(next_states, i)) for i in range(count)]
         # A batch may span several episodes: hand it over episode by episode.
         start = 0
         for i in range(count):
@@ -291,13 +294,17 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
                 end_of_episode = bool(terminals[i]) or (i == count - 1 and bool(truncated))
                 ready = self.buffers.add(env_id, rows[start:i + 1], episode_end=end_of_episode)
                 if ready:
-                    self._observe_graph(*stack_transitions(ready))
+                    self._observe_graph(stack_transitions(ready))
                 start = i + 1
 
     @abc.abstractmethod
-    def _observe_graph(self, preprocessed_states: Any, actions: Any, rewards: np.ndarray, next_states: Any,
-                       terminals: np.ndarray) -> None:
-        """Writes a batch of (n-step) transitions into the agent's memory."""
+    def _observe_graph(self, records: dict) -> None:
+        """Writes a record of (n-step) transitions into the agent's memory.
+
+        Args:
+            records: {"states" (preprocessed), "actions", "rewards" float32, "terminals" bool,
+                "next_states"}, each batched [B, ...] (see `rlgraph/agents/records.py`).
+        """
 
     def reset_env_buffers(self, env_id: Optional[Hashable] = None) -> None:
         """Drops the buffered transitions of `env_id` (None: of every env)."""
@@ -308,7 +315,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         for env_id in list(self.buffers.buffers):
             ready = self.buffers.flush(env_id)
             if ready:
-                self._observe_graph(*stack_transitions(ready))
+                self._observe_graph(stack_transitions(ready))
 
     # --- Updating -------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -319,17 +326,17 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """Writes observations straight into the memory (e.g. demonstrations for pre-training).
 
         Args:
-            observations: A dict with "states", "actions", "rewards", "next_states" and
-                "terminals" (batched, states preprocessed), or a list of such dicts.
+            observations: A record, a dict with "states", "actions", "rewards", "terminals" and
+                "next_states" (batched, states preprocessed), or a list of records.
+
+        Raises:
+            RLGraphError: If a record lacks a key or has another (then none is written).
         """
-        for obs in observations if isinstance(observations, list) else [observations]:
-            missing = [k for k in ("states", "actions", "rewards", "next_states", "terminals") if k not in obs]
-            if missing:
-                raise RLGraphError(f"observations lack {missing}", where=f"{self.name}.import_observations",
-                                   expected=["states", "actions", "rewards", "next_states", "terminals"],
-                                   received=sorted(obs))
-            self._observe_graph(obs["states"], obs["actions"], np.asarray(obs["rewards"], np.float32),
-                                obs["next_states"], np.asarray(obs["terminals"], bool))
+        where = f"{self.name}.import_observations(observations)"
+        batches = observations if isinstance(observations, list) else [observations]
+        records = [to_record(obs, where) for obs in batches]  # All checked before any is written.
+        for record in records:
+            self._observe_graph(record)
 
     # --- Misc API -------------------------------------------------------------------------------
     def reset(self) -> None:

@@ -10,10 +10,13 @@ import os
 import pickle
 from typing import Any
 
+from rlgraph.agents.observe_buffers import Transition
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
 
 STATE_FILE = "agent_state.pkl"
-FORMAT_VERSION = 1
+# 2: buffered transitions are `Transition`s in record order (s, a, r, d, s'); version 1 held
+# plain tuples (s, a, r, s', d), which `load_agent_state` still reads.
+FORMAT_VERSION = 2
 # What every agent's `_python_state` holds (subclasses may add more).
 REQUIRED_KEYS = ("agent_type", "timesteps", "num_updates", "last_sync_timestep", "max_timesteps", "buffers")
 
@@ -46,9 +49,9 @@ def load_agent_state(path: str, agent_type: str) -> dict:
     except Exception as error:  # noqa: BLE001 - a damaged pickle raises many types.
         raise RLGraphCheckpointError(f"cannot read '{filename}' ({type(error).__name__}: {error})",
                                      where=f"{agent_type}.load_model") from error
-    if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
+    if not isinstance(payload, dict) or payload.get("format_version") not in (1, FORMAT_VERSION):
         raise RLGraphCheckpointError(f"'{filename}' is not an rlgraph agent state", where=f"{agent_type}.load_model",
-                                     expected=f"format_version {FORMAT_VERSION}")
+                                     expected=f"format_version 1 or {FORMAT_VERSION}")
     missing = sorted(set(REQUIRED_KEYS) - set(payload.get("state") or {})) if isinstance(payload.get("state"), dict) \
         else list(REQUIRED_KEYS)
     if missing or "rng" not in payload:
@@ -58,6 +61,9 @@ def load_agent_state(path: str, agent_type: str) -> dict:
     if stored_type != agent_type:
         raise RLGraphCheckpointError("the checkpoint was written by another agent type",
                                      where=f"{agent_type}.load_model", expected=agent_type, received=stored_type)
+    if payload["format_version"] == 1:
+        payload["state"]["buffers"] = {env_id: [Transition(s, a, r, d, s_tp1) for s, a, r, s_tp1, d in buffer]
+                                       for env_id, buffer in payload["state"]["buffers"].items()}
     return payload
 
 

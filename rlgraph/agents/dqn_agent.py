@@ -7,12 +7,14 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
+from rlgraph.agents.records import record_space, to_record
+from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
 from rlgraph.components.component import Component
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.policies.policy import Policy
-from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
+from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 
 class DQNAgent(Agent):
@@ -23,9 +25,11 @@ class DQNAgent(Agent):
 
     The memory lives in the graph ("replay-memory", "prioritized-replay": sampling, the loss, the
     optimizer step and the priority update are one executor call) or, for "mem-prioritized-replay",
-    in numpy next to the graph (as Ape-X workers use it). The target network is a frozen copy of
-    the policy, synced every `update_spec.sync_interval` env steps (hard, or soft with
-    `update_spec.sync_tau` < 1).
+    in numpy next to the graph (as Ape-X workers use it); `self.replay` (a `ReplayAccess`,
+    rlgraph/agents/replay_access.py) hides which. Transitions travel as one record
+    (rlgraph/agents/records.py); the update is written out in `DQNCore`'s docstring. The target
+    network is a frozen copy of the policy, synced every `update_spec.sync_interval` env steps
+    (hard, or soft with `update_spec.sync_tau` < 1).
 
     Args:
         double_q: Double Q-learning targets.
@@ -33,7 +37,8 @@ class DQNAgent(Agent):
         huber_loss: Huber instead of squared TD loss.
         n_step: n-step returns (folded in by the observe buffers).
         memory_spec: The memory spec (default {"type": "replay-memory", "capacity": 1000}).
-        store_last_memory_batch: Keep the last update's sampled batch in `last_memory_batch`.
+        store_last_memory_batch: Keep the last update's sampled batch in `last_memory_batch`
+            (needs the python-side memory: an in-graph sample never leaves the graph).
         store_last_q_table: Keep the last `get_action` call's states and Q-values in `last_q_table`.
         **kwargs: `Agent` arguments.
     """
@@ -68,14 +73,18 @@ class DQNAgent(Agent):
         policy = self._make_policy()
         memory_spec = dict(self.memory_spec)
         memory_type = str(memory_spec.get("type", "replay-memory")).replace("_", "-").lower()
-        self.python_memory = None
         if memory_type in ("mem-prioritized-replay", "mem-prioritized"):
             memory_spec.pop("type")
             memory_spec.setdefault("seed", self.execution_spec["seed"])
-            self.python_memory = MemPrioritizedReplay(**memory_spec)
+            self.replay: ReplayAccess = PythonReplay(MemPrioritizedReplay(**memory_spec), self._executor)
             memory = None
         else:
+            if self.store_last_memory_batch:
+                raise RLGraphSpecError("store_last_memory_batch needs a python-side memory",
+                                       where=f"{self.name}(store_last_memory_batch)", received=memory_type,
+                                       hint='use memory_spec type "mem-prioritized-replay".')
             memory = Component.from_spec(memory_spec)
+            self.replay = GraphReplay(self._executor)
         optimizer = Component.from_spec(self.optimizer_spec)
         self.root_component = DQNCore(
             policy=policy, preprocessing_spec=self.preprocessing_spec, exploration_spec=self.exploration_spec,
@@ -85,16 +94,10 @@ class DQNAgent(Agent):
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
             self.state_space.with_batch_rank()).strip_ranks()
         batch = dict(add_batch_rank=True)
-        # Copies: a container sets the ranks of the spaces it is given.
-        self.root_component.record_space = Dict(
-            states=self.preprocessed_state_space.strip_ranks(), actions=self.action_space.strip_ranks(),
-            rewards=FloatBox(), next_states=self.preprocessed_state_space.strip_ranks(), terminals=BoolBox(),
-            add_batch_rank=True)
         self.input_spaces = dict(
             states=self.state_space.with_batch_rank(),
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
-            next_states=self.preprocessed_state_space.with_batch_rank(),
-            actions=self.action_space.with_batch_rank(), rewards=FloatBox(**batch), terminals=BoolBox(**batch),
+            records=record_space(self.preprocessed_state_space, self.action_space),
             importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
         if memory is not None:
             self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
@@ -121,12 +124,8 @@ class DQNAgent(Agent):
         return stats
 
     # --- Observing ------------------------------------------------------------------------------
-    def _observe_graph(self, preprocessed_states, actions, rewards, next_states, terminals) -> None:
-        if self.python_memory is not None:
-            self.python_memory.insert_records(dict(states=preprocessed_states, actions=actions, rewards=rewards,
-                                                   next_states=next_states, terminals=terminals))
-            return
-        self._executor().execute(("insert_records", [preprocessed_states, actions, rewards, next_states, terminals]))
+    def _observe_graph(self, records: dict) -> None:
+        self.replay.insert(records)
 
     # --- Acting ---------------------------------------------------------------------------------
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
@@ -160,52 +159,39 @@ class DQNAgent(Agent):
 
         Returns:
             (loss, loss_per_item) as numpy.
+
+        Raises:
+            RLGraphError: If `batch` lacks one of those keys or has another.
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         executor = self._executor()
         if self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]:
             executor.execute("sync_target_qnet")
             self.last_sync_timestep = self.timesteps
-        if batch is None and self.python_memory is None:
+        if batch is None:
+            loss, loss_per_item, sampled = self.replay.update_from_memory(self.update_spec["batch_size"], tp)
             if self.store_last_memory_batch:
-                raise RLGraphError("store_last_memory_batch needs a python-side memory",
-                                   where=f"{self.name}.update", hint='use memory_spec type "mem-prioritized-replay".')
-            loss, loss_per_item = executor.execute(("update_from_memory", [np.int64(self.update_spec["batch_size"]),
-                                                                           tp]))
+                self.last_memory_batch = sampled
         else:
-            indices = None
-            if batch is None:
-                records, indices, weights = self.python_memory.get_records(self.update_spec["batch_size"])
-                batch = dict(records, importance_weights=weights)
-                if self.store_last_memory_batch:
-                    self.last_memory_batch = batch
-            loss, loss_per_item, td = executor.execute(("update_from_external_batch", self._batch_args(batch) + [tp]))
-            if indices is not None:
-                self.python_memory.update_records(indices, td)
+            records, weights = self._record_and_weights(batch, "update(batch)")
+            loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [records, weights, tp]))
         self.num_updates += 1
         return loss, loss_per_item
 
-    def _batch_args(self, batch: dict) -> list:
-        missing = [k for k in ("states", "actions", "rewards", "terminals", "next_states") if k not in batch]
-        if missing:
-            raise RLGraphError(f"the update batch lacks {missing}", where=f"{self.name}.update",
-                               expected=["states", "actions", "rewards", "terminals", "next_states",
-                                         "(importance_weights)"], received=sorted(batch))
-        rewards = np.asarray(batch["rewards"], np.float32)
+    def _record_and_weights(self, batch: dict, method: str) -> tuple:
+        """(the record, importance weights [B] float32: ones when `batch` has none)."""
+        records = to_record(batch, f"{self.name}.{method}", optional=("importance_weights",))
         weights = batch.get("importance_weights")
-        weights = np.ones_like(rewards) if weights is None else np.asarray(weights, np.float32)
-        return [batch["states"], batch["actions"], rewards, np.asarray(batch["terminals"], bool),
-                batch["next_states"], weights]
+        weights = np.ones_like(records["rewards"]) if weights is None else np.asarray(weights, np.float32)
+        return records, weights
 
     def memory_size(self) -> int:
         """The number of transitions in the memory."""
-        if self.python_memory is not None:
-            return self.python_memory.get_size()
-        return int(self._executor().execute("get_memory_size"))
+        return self.replay.size()
 
     def get_td_loss(self, batch: dict) -> tuple:
         """(loss, loss_per_item, td_errors) of a batch (as for `update`) without updating."""
-        return self._executor().execute(("get_td_loss", self._batch_args(batch)))
+        return self._executor().execute(("get_td_loss", list(self._record_and_weights(batch, "get_td_loss(batch)"))))
 
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
@@ -213,12 +199,8 @@ class DQNAgent(Agent):
 
     # --- Checkpoints ----------------------------------------------------------------------------
     def _python_state(self) -> dict:
-        state = super()._python_state()
-        if self.python_memory is not None:
-            state["python_memory"] = self.python_memory
-        return state
+        return dict(super()._python_state(), **self.replay.state())
 
     def _set_python_state(self, state: dict) -> None:
         super()._set_python_state(state)
-        if self.python_memory is not None and "python_memory" in state:
-            self.python_memory = state["python_memory"]
+        self.replay.set_state(state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Optional
 
+from rlgraph.agents.records import check_record_keys
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
 from rlgraph.components.component import Component
@@ -14,11 +15,28 @@ from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorSt
 from rlgraph.utils.nest import flatten_op
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
-_RECORD_KEYS = ("states", "actions", "rewards", "next_states", "terminals")
-
 
 class DQNCore(Component):
     """Preprocessor, online and target Q-policies, exploration, memory, loss(es) and optimizer.
+
+    Learning reads one record: a dict of batched transitions with the keys `RECORD_KEYS`
+    (`rlgraph/agents/records.py`), states already preprocessed:
+
+        records = {"states": s_t, "actions": a_t, "rewards": r_t, "terminals": d_t, "next_states": s_tp1}
+
+    It goes into the in-graph memory as it is (`insert_records`), comes out of it as it is
+    (`update_from_memory`), or comes from outside (`update_from_external_batch`, `get_td_loss`:
+    a python-side memory, Ape-X workers). One update, per action leaf (`DQNLossFunction`; numpy
+    reference `rlgraph.utils.numpy.dqn_loss_per_item`), with Q the policy and Qt the target policy:
+
+        q_tm1 = Q(s_t)[a_t]                                          # policy.get_q_values
+        a_star = argmax Q(s_tp1) if double_q else argmax Qt(s_tp1)
+        y = r_t + gamma**n_step * (1 - d_t) * Qt(s_tp1)[a_star]      # a constant (no gradient)
+        td = y - q_tm1
+        loss_per_item = w * (huber(td) if huber_loss else 0.5 * td**2);  loss = mean(loss_per_item)
+        optimizer.step(policy variables, loss)                       # prioritized: |td| -> priorities
+
+    The target network (`target_policy`) follows the policy through `sync_target_qnet`.
 
     One `DQNLossFunction` per leaf of the action space (all IntBox); a container action space
     sums the leaves' losses (and their absolute TD errors for priorities), as if each leaf were
@@ -32,16 +50,21 @@ class DQNCore(Component):
         get_preprocessed_states(states)
         get_q_values(preprocessed_states) -> Q [B, num_actions] (nested for containers)
         get_target_q_values_and_actions(preprocessed_states) -> (Qt, greedy target actions)
-        insert_records(preprocessed_states, actions, rewards, next_states, terminals)
-        update_from_memory(batch_size, time_percentage) -> (loss, loss_per_item)
+        insert_records(records): for an in-graph memory
+        update_from_memory(batch_size, time_percentage) -> (loss, loss_per_item [B]): samples
+            the in-graph memory, steps the optimizer and, if prioritized, updates the priorities
         update_priorities(indices, priorities): for an in-graph prioritized memory
         get_memory_size() -> the number of stored records (in-graph memories)
-        update_from_external_batch(preprocessed_states, actions, rewards, terminals, next_states,
-            importance_weights, time_percentage) -> (loss, loss_per_item, td_errors)
-        get_td_loss(preprocessed_states, actions, rewards, terminals, next_states,
-            importance_weights) -> (loss, loss_per_item, td_errors), no update
+        update_from_external_batch(records, importance_weights, time_percentage)
+            -> (loss, loss_per_item [B], td_errors [B])
+        get_td_loss(records, importance_weights) -> (loss, loss_per_item [B], td_errors [B]),
+            no update
         sync_target_qnet()
         reset_preprocessor()
+
+    Raises:
+        RLGraphError: When a record argument is not a dict with the `RECORD_KEYS` (checked on its
+            keys, at build and in define-by-run calls).
     """
 
     def __init__(self, policy: Component, preprocessing_spec: list, exploration_spec: Any, memory: Any,
@@ -61,7 +84,6 @@ class DQNCore(Component):
         self.double_q = double_q
         self.action_keys = action_keys  # None: a single IntBox action.
         self.store_last_q_table = store_last_q_table
-        self.record_space = None  # Set by the agent: the memory's record space (with batch rank).
         self.loss_functions = OrderedDict(
             (key, DQNLossFunction(discount=discount, double_q=double_q, huber_loss=huber_loss, n_step=n_step,
                                   importance_weights=True, scope=f"loss-function-{i}" if key else "loss-function"))
@@ -72,8 +94,12 @@ class DQNCore(Component):
             components.append(memory)
         self.add_components(*components)
         if memory is not None:
-            rlgraph_api(component=self, name="insert_records")(DQNCore._insert_records)
+            # update_from_memory before insert_records: the build traces root APIs in this order, so the
+            # first pass defers the memory's sample (its records space is unknown) until insert_records has
+            # made the memory input-complete and written the trace batch; a traced sample from the empty
+            # memory would fail its size check.
             rlgraph_api(component=self, name="update_from_memory")(DQNCore._update_from_memory)
+            rlgraph_api(component=self, name="insert_records")(DQNCore._insert_records)
             rlgraph_api(component=self, name="get_memory_size", no_grad=True)(DQNCore._get_memory_size)
         if self.prioritized:
             rlgraph_api(component=self, name="update_priorities")(DQNCore._update_priorities)
@@ -128,8 +154,8 @@ class DQNCore(Component):
         return self.preprocessor.reset()
 
     # --- Memory and learning --------------------------------------------------------------------
-    def _insert_records(self, preprocessed_states, actions, rewards, next_states, terminals):
-        records = self._graph_fn_record(preprocessed_states, actions, rewards, next_states, terminals)
+    def _insert_records(self, records):
+        check_record_keys(records, f"{self.global_scope}.insert_records(records)")
         return self.memory.insert_records(records)
 
     def _get_memory_size(self):
@@ -143,33 +169,35 @@ class DQNCore(Component):
             records, indices, weights = self.memory.get_records(batch_size)
         else:
             records = self.memory.get_records(batch_size)
-            weights = self._graph_fn_ones_like_rewards(records)
-        # Declared: shapes alone would lose e.g. the actions' bounds.
-        states, actions, rewards, next_states, terminals = self._graph_fn_split_record(records)
-        loss, loss_per_item, td = self._loss(states, actions, rewards, terminals, next_states, weights)
+            weights = self._graph_fn_ones_like(records["rewards"])
+        loss, loss_per_item, td = self._loss(records, weights)
         if self.prioritized:
             self.memory.update_records(indices, td)
         variables = self._graph_fn_policy_variables()
         return self.optimizer.step(variables, loss, loss_per_item, time_percentage)
 
     @rlgraph_api
-    def update_from_external_batch(self, preprocessed_states, actions, rewards, terminals, next_states,
-                                   importance_weights, time_percentage):
-        loss, loss_per_item, td = self._loss(preprocessed_states, actions, rewards, terminals, next_states,
-                                             importance_weights)
+    def update_from_external_batch(self, records, importance_weights, time_percentage):
+        check_record_keys(records, f"{self.global_scope}.update_from_external_batch(records)")
+        loss, loss_per_item, td = self._loss(records, importance_weights)
         variables = self._graph_fn_policy_variables()
         step_loss, step_loss_per_item = self.optimizer.step(variables, loss, loss_per_item, time_percentage)
         return step_loss, step_loss_per_item, td
 
     @rlgraph_api(no_grad=True)
-    def get_td_loss(self, preprocessed_states, actions, rewards, terminals, next_states, importance_weights):
-        return self._loss(preprocessed_states, actions, rewards, terminals, next_states, importance_weights)
+    def get_td_loss(self, records, importance_weights):
+        check_record_keys(records, f"{self.global_scope}.get_td_loss(records)")
+        return self._loss(records, importance_weights)
 
-    def _loss(self, states, actions, rewards, terminals, next_states, weights):
-        """(loss, loss_per_item, td_errors), summed over the action leaves."""
-        q_s = self.policy.get_q_values(states)
-        qt_sp = self.target_policy.get_q_values(next_states)
-        q_sp = self.policy.get_q_values(next_states) if self.double_q else qt_sp
+    def _loss(self, records, weights):
+        """(loss, loss_per_item [B], td_errors [B]) of a record, summed over the action leaves.
+
+        The record's fields are picked by key here, in python: no graph function packs or splits it.
+        """
+        q_s = self.policy.get_q_values(records["states"])
+        qt_sp = self.target_policy.get_q_values(records["next_states"])
+        q_sp = self.policy.get_q_values(records["next_states"]) if self.double_q else qt_sp
+        actions, rewards, terminals = records["actions"], records["rewards"], records["terminals"]
         losses, per_items, tds = [], [], []
         for key, loss_function in self.loss_functions.items():
             leaf = (lambda x: x) if not key else (lambda x, k=key: self._graph_fn_leaf(x, k))
@@ -199,23 +227,13 @@ class DQNCore(Component):
             return tf.add_n(losses), tf.add_n(per_items), tf.add_n([tf.abs(td) for td in tds])
         return sum(losses), sum(per_items), sum(td.abs() for td in tds)
 
-    @graph_fn(output_space=lambda self, *spaces: self.record_space)
-    def _graph_fn_record(self, states, actions, rewards, next_states, terminals):
-        return OrderedDict(states=states, actions=actions, rewards=rewards, next_states=next_states,
-                           terminals=terminals)
-
-    @graph_fn(returns=5, output_space=lambda self, records: tuple(
-        self.memory.record_space[k].with_batch_rank() for k in _RECORD_KEYS))
-    def _graph_fn_split_record(self, records):
-        return tuple(records[k] for k in _RECORD_KEYS)
-
     @graph_fn
-    def _graph_fn_ones_like_rewards(self, records):
+    def _graph_fn_ones_like(self, x):
         if get_backend() == "tf":
             import tensorflow as tf
-            return tf.ones_like(records["rewards"])
+            return tf.ones_like(x)
         import torch
-        return torch.ones_like(records["rewards"])
+        return torch.ones_like(x)
 
     @graph_fn
     def _graph_fn_policy_variables(self):

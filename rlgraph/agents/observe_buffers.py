@@ -1,14 +1,20 @@
 """Per-environment observation buffers for `Agent.observe`, with n-step return folding."""
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, List, Optional
+from typing import Any, Dict, Hashable, List, NamedTuple, Optional
 
 import numpy as np
 
 from rlgraph.utils.nest import map_structure
 
-# One transition: (preprocessed_state, action, reward, next_state, terminal).
-Transition = tuple
+
+class Transition(NamedTuple):
+    """One transition, in the field order of a record (`rlgraph/agents/records.py`)."""
+    state: Any  # Preprocessed.
+    action: Any
+    reward: float
+    terminal: bool
+    next_state: Any
 
 
 class ObserveBuffers:
@@ -17,7 +23,7 @@ class ObserveBuffers:
     A buffer is flushed when its episode ends (terminal or truncated) or when it holds
     `buffer_size` transitions. With `n_step` n > 1 transition i becomes
 
-        (s_i, a_i, r_i + g r_{i+1} + ... + g^(n-1) r_{i+n-1}, s_{i+n}, d_{i+n-1})
+        (s_i, a_i, r_i + g r_{i+1} + ... + g^(n-1) r_{i+n-1}, d_{i+n-1}, s_{i+n})
 
     with fewer rewards if the episode terminates earlier (the bootstrap is then cut by the
     terminal flag, so the discount exponent of the loss, g^n, is not used). The last n - 1
@@ -50,7 +56,7 @@ class ObserveBuffers:
         """
         buffer = self.buffers.setdefault(env_id, [])
         buffer.extend(transitions)
-        if episode_end or transitions and transitions[-1][4]:
+        if episode_end or transitions and transitions[-1].terminal:
             return self._flush(env_id, episode_over=True)
         if len(buffer) >= self.buffer_size:
             return self._flush(env_id, episode_over=False)
@@ -62,15 +68,15 @@ class ObserveBuffers:
             self.buffers[env_id] = []
             return buffer
         ready, n, count = [], self.n_step, len(buffer)
-        terminal = bool(buffer[-1][4]) if buffer else False
+        terminal = bool(buffer[-1].terminal) if buffer else False
         for i in range(count):
             end = min(i + n, count)
             if end - i < n and not (episode_over and terminal):
                 break  # Needs rewards that have not come in yet (or, when truncated, is dropped).
-            rewards = np.array([t[2] for t in buffer[i:end]], dtype=np.float64)
+            rewards = np.array([t.reward for t in buffer[i:end]], dtype=np.float64)
             n_step_return = float(np.sum(rewards * self.discount ** np.arange(end - i)))
             last = buffer[end - 1]
-            ready.append((buffer[i][0], buffer[i][1], n_step_return, last[3], last[4]))
+            ready.append(Transition(buffer[i].state, buffer[i].action, n_step_return, last.terminal, last.next_state))
         self.buffers[env_id] = [] if episode_over else buffer[len(ready):]
         return ready
 
@@ -90,12 +96,12 @@ class ObserveBuffers:
         return sum(len(b) for b in self.buffers.values())
 
 
-def stack_transitions(transitions: List[Transition]) -> tuple:
-    """Stacks transitions into batched (states, actions, rewards, next_states, terminals) arrays."""
-    states, actions, next_states = (_stack([t[k] for t in transitions]) for k in (0, 1, 3))
-    rewards = np.array([t[2] for t in transitions], dtype=np.float32)
-    terminals = np.array([t[4] for t in transitions], dtype=bool)
-    return states, actions, rewards, next_states, terminals
+def stack_transitions(transitions: List[Transition]) -> dict:
+    """Stacks transitions into a record: {"states", "actions", "rewards" float32, "terminals" bool,
+    "next_states"}, each batched [B, ...] (see `rlgraph/agents/records.py`)."""
+    states, actions, rewards, terminals, next_states = zip(*transitions)
+    return {"states": _stack(states), "actions": _stack(actions), "rewards": np.array(rewards, dtype=np.float32),
+            "terminals": np.array(terminals, dtype=bool), "next_states": _stack(next_states)}
 
 
 def _stack(items: list) -> Any:

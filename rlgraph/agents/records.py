@@ -1,0 +1,74 @@
+"""The transition record: one dict, in one field order, from the observe buffers to the loss.
+
+A record is a batch of transitions (s_t, a_t, r_t, d_t, s_{t+1}) as a dict with the keys
+`RECORD_KEYS` (states preprocessed, every leaf batched [B, ...]):
+
+    {"states": s_t, "actions": a_t, "rewards": r_t [B] float32, "terminals": d_t [B] bool,
+     "next_states": s_{t+1}}
+
+`ObserveBuffers` stacks its transitions into one, `Agent._observe_graph` writes one into the
+memory, the memory samples them, and `DQNCore` reads one in its loss.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from rlgraph.spaces import BoolBox, Dict, FloatBox, Space
+from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.specifiable import closest_match
+
+RECORD_KEYS = ("states", "actions", "rewards", "terminals", "next_states")
+_KEY_SET = frozenset(RECORD_KEYS)
+
+
+def record_space(state_space: Space, action_space: Space) -> Dict:
+    """The space of a batch of records, for (preprocessed) states and actions without batch rank."""
+    # Copies: a container sets the ranks of the spaces it is given.
+    return Dict(states=state_space.strip_ranks(), actions=action_space.strip_ranks(), rewards=FloatBox(),
+                terminals=BoolBox(), next_states=state_space.strip_ranks(), add_batch_rank=True)
+
+
+def to_record(batch: Any, where: str, optional: Iterable[str] = ()) -> dict:
+    """The record in a user's `batch` dict, rewards as float32 and terminals as bool arrays.
+
+    Args:
+        batch: A dict with the `RECORD_KEYS` (and maybe some of `optional`, which are left out).
+        where: The agent method and argument, for errors.
+        optional: Further keys that `batch` may hold.
+
+    Returns:
+        A new dict with exactly the `RECORD_KEYS`, in their order.
+
+    Raises:
+        RLGraphError: If `batch` is not a dict, lacks a record key or has an unknown key.
+    """
+    check_record_keys(batch, where, optional)
+    return {"states": batch["states"], "actions": batch["actions"],
+            "rewards": np.asarray(batch["rewards"], np.float32), "terminals": np.asarray(batch["terminals"], bool),
+            "next_states": batch["next_states"]}
+
+
+def check_record_keys(records: Any, where: str, optional: Iterable[str] = ()) -> None:
+    """Raises a clear `RLGraphError` unless `records` is a dict with the `RECORD_KEYS` (plus `optional`).
+
+    Only the dict's keys are looked at, never its values (API methods call it while tracing).
+    """
+    if isinstance(records, dict) and records.keys() == _KEY_SET:
+        return  # (The usual case, in one comparison.)
+    optional = tuple(optional)
+    expected = list(RECORD_KEYS) + [f"({key})" for key in optional]
+    if not isinstance(records, dict):
+        raise RLGraphError("a record must be a dict", where=where, expected=f"a dict with keys {expected}",
+                           received=type(records).__name__)
+    missing = [key for key in RECORD_KEYS if key not in records]
+    unknown = sorted(str(key) for key in records if key not in _KEY_SET and key not in optional)
+    if not missing and not unknown:
+        return
+    problems = ([f"lacks {missing}"] if missing else []) + ([f"has unknown key(s) {unknown}"] if unknown else [])
+    guess = closest_match(unknown[0], missing or list(RECORD_KEYS) + list(optional)) if unknown else None
+    raise RLGraphError(f"the record {' and '.join(problems)}", where=where, expected=expected,
+                       received=sorted(str(key) for key in records),
+                       hint=f"did you mean '{guess}'?" if guess else
+                       "a record holds states (preprocessed), actions, rewards, terminals and next_states.")
