@@ -2,11 +2,13 @@
 import numpy as np
 import pytest
 
+from rlgraph.components import Component
 from rlgraph.components.memories.fifo_queue import FIFOQueue
 from rlgraph.components.memories.replay_memory import ReplayMemory
 from rlgraph.components.memories.ring_buffer import RingBuffer
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
 from rlgraph.tests import ComponentTest
+from rlgraph.utils.decorators import rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 RECORDS = Dict(image=IntBox(256, shape=(2, 2), dtype="uint8"), reward=FloatBox(), action=IntBox(5),
@@ -301,3 +303,28 @@ def test_memory_survives_executor_store_and_load(backend, tmp_path):
     test.graph_executor.load_model(path)
     assert stored_ids(test, memory) == [4, 1, 2, 3]
     assert (test.test(("get_episodes", 1))["reward"] * 2).astype(int).tolist() == [3, 4]
+
+
+class _SampleBeforeInsert(Component):
+    """Its first root API samples, its second inserts: the build must not depend on that order."""
+
+    def __init__(self):
+        super().__init__(ReplayMemory(capacity=4), scope="root")
+
+    @rlgraph_api
+    def sample(self, num_records):
+        return self.sub_components["replay-memory"].get_records(num_records)
+
+    @rlgraph_api
+    def insert(self, records):
+        return self.sub_components["replay-memory"].insert_records(records)
+
+
+def test_root_apis_may_sample_before_they_insert(backend):
+    test = ComponentTest(_SampleBeforeInsert(), input_spaces=dict(
+        num_records=IntBox(1, 10, dtype="int64"), records=Dict(x=FloatBox(shape=(2,)), add_batch_rank=True)),
+        backend=backend)
+    with pytest.raises(RLGraphError, match="empty memory"):
+        test.test(("sample", np.int64(2)))
+    test.test(("insert", {"x": np.array([[3.0, 4.0]], np.float32)}))
+    np.testing.assert_array_equal(test.test(("sample", np.int64(2)))["x"], [[3.0, 4.0], [3.0, 4.0]])

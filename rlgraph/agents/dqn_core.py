@@ -94,12 +94,8 @@ class DQNCore(Component):
             components.append(memory)
         self.add_components(*components)
         if memory is not None:
-            # update_from_memory before insert_records: the build traces root APIs in this order, so the
-            # first pass defers the memory's sample (its records space is unknown) until insert_records has
-            # made the memory input-complete and written the trace batch; a traced sample from the empty
-            # memory would fail its size check.
-            rlgraph_api(component=self, name="update_from_memory")(DQNCore._update_from_memory)
             rlgraph_api(component=self, name="insert_records")(DQNCore._insert_records)
+            rlgraph_api(component=self, name="update_from_memory")(DQNCore._update_from_memory)
             rlgraph_api(component=self, name="get_memory_size", no_grad=True)(DQNCore._get_memory_size)
         if self.prioritized:
             rlgraph_api(component=self, name="update_priorities")(DQNCore._update_priorities)

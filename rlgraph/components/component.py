@@ -15,7 +15,7 @@ from rlgraph.utils.decorators import ApiInfo, GraphFnInfo
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import Specifiable
 
-__all__ = ["Component", "missing_input_spaces"]
+__all__ = ["Component"]
 
 
 class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):

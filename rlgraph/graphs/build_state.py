@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from rlgraph.components.component import missing_input_spaces
+from rlgraph.components.component_apis import missing_input_spaces
 from rlgraph.spaces.space_utils import check_space_equivalence
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 

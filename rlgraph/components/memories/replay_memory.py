@@ -4,7 +4,7 @@ from __future__ import annotations
 from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.components.memories.ring_ops import flat_records, read_rows, write_ring
-from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 
@@ -62,11 +62,13 @@ class ReplayMemory(Memory):
     @graph_fn(output_space="records_space")
     def _graph_fn_sample(self, num_records):
         where = f"{self.global_scope}.get_records(num_records)"
+        # The build's trace may sample before it inserts: rows of the empty memory are fine then.
+        empty_ok = tracing.tracer is not None
         if get_backend() == "tf":
             import tensorflow as tf
             n = tf.cast(num_records, tf.int64)
             size = self.read_variable(self.size)
-            valid = tf.logical_or(tf.equal(n, 0), tf.logical_and(n > 0, size > 0))
+            valid = tf.logical_or(tf.equal(n, 0), tf.logical_and(n > 0, tf.logical_or(size > 0, empty_ok)))
             check = tf.debugging.assert_equal(valid, True, message=f"{where}: num_records must be >= 0, and "
                                               f"sampling needs a non-empty memory")
             with tf.control_dependencies([check]):
@@ -76,7 +78,7 @@ class ReplayMemory(Memory):
             n, size = int(num_records), int(self.size)
             if n < 0:
                 raise RLGraphError("num_records must be >= 0", where=where, received=n)
-            if n > 0 and size == 0:
+            if n > 0 and size == 0 and not empty_ok:
                 raise RLGraphError("cannot sample records from an empty memory", where=where,
                                    hint="insert records first (see get_size()).")
             slots = torch.randint(0, max(size, 1), (n,), dtype=torch.long)
