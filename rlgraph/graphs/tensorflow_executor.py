@@ -29,8 +29,9 @@ def tensor_spec(space: Space):
 
 
 class TensorFlowExecutor(GraphExecutor):
-    """Serves each root API method through a `tf.function` whose input signature comes from the
-    root's input spaces (batch/time ranks None), so it is traced once. Variables are tracked in a
+    """Serves each root API method through a `tf.function` of its call plan (see `plans.py`) whose
+    input signature comes from the root's input spaces (batch/time ranks None), so it is traced
+    once, at build. Variables are tracked in a
     `tf.Module`: `store_model` writes a `tf.train.Checkpoint`, `export_graph` a SavedModel."""
 
     backend = "tf"
@@ -49,7 +50,6 @@ class TensorFlowExecutor(GraphExecutor):
 
     def _after_build(self) -> None:
         import tensorflow as tf
-        root = self.root_component
         self.module = tf.Module(name="rlgraph_model")
         with tf.init_scope():
             self.module.model_variables = {k: r.variable for k, r in self._records().items()}
@@ -59,7 +59,8 @@ class TensorFlowExecutor(GraphExecutor):
         self._concrete = {}
         for api, args in self.graph_builder.api_signatures.items():
             signature = [tensor_spec(space) for _, space in args]
-            function = tf.function(_api_body(root, api), input_signature=signature, autograph=False)
+            function = tf.function(_api_body(self.graph_builder.plans[api], api), input_signature=signature,
+                                   autograph=False)
             with backend_scope("tf"):
                 self._concrete[api] = function.get_concrete_function(*signature)  # Traced now, not at the first call.
             self.functions[api] = function
@@ -129,12 +130,12 @@ class TensorFlowExecutor(GraphExecutor):
         return path
 
 
-def _api_body(root, api: str):
-    method = getattr(root, api)
-
+def _api_body(plan, api: str):
+    """The python `tf.function` traces for root API method `api`: its call plan from the build (the
+    graph functions only; the API methods' python ran once, at build, as on PyTorch)."""
     def body(*args):
         with backend_scope("tf"):
-            return _clean_outputs(method(*args))
+            return _clean_outputs(plan.run(list(args)))
     body.__name__ = api
     return body
 
