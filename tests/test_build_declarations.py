@@ -259,3 +259,11 @@ def test_tuple_outputs_get_their_own_ranks(backend):
     ComponentTest(component, input_spaces=dict(x=FloatBox(shape=(5,), add_batch_rank=True)), backend=backend)
     assert component.sub_components["sink"].api_method_inputs["x"] == \
         Tuple(FloatBox(shape=(5,), add_batch_rank=True), FloatBox(shape=(5,)))
+
+
+@pytest.mark.parametrize("sizes", [(1, 7), (5, 5), (5.0, 7)])
+def test_trace_sizes_must_tell_batch_and_time_apart(sizes):
+    from rlgraph.graphs import GraphBuilder
+    from rlgraph.utils.rlgraph_errors import RLGraphError
+    with pytest.raises(RLGraphError, match="invalid trace sizes"):
+        GraphBuilder(trace_batch_size=sizes[0], trace_time_size=sizes[1])

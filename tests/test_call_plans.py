@@ -100,20 +100,12 @@ def test_a_python_branch_on_an_input_value_is_a_build_error_on_both_backends(bac
     assert "graph function" in message
 
 
-class GraphBrancher(Component):
+class GraphBrancher(Brancher):
     """The same decision, taken where it belongs: in a graph function."""
 
     @rlgraph_api
     def run(self, x, flag):
         return self._graph_fn_choose(flag, self._graph_fn_a(x), self._graph_fn_b(x))
-
-    @graph_fn
-    def _graph_fn_a(self, x):
-        return x + 1
-
-    @graph_fn
-    def _graph_fn_b(self, x):
-        return x - 1
 
     @graph_fn
     def _graph_fn_choose(self, flag, a, b):

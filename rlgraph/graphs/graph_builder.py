@@ -56,8 +56,10 @@ class GraphBuilder(Specifiable):
                  trace_batch_size: int = TRACE_BATCH_SIZE, trace_time_size: int = TRACE_TIME_SIZE):
         self.action_space = Space.from_spec(action_space) if action_space is not None else None
         self.summary_regexp = (summary_spec or {}).get("summary_regexp")
-        if trace_batch_size < 2 or trace_time_size < 2:
-            raise RLGraphError("trace sizes must be at least 2", where="GraphBuilder",
+        if not (isinstance(trace_batch_size, int) and isinstance(trace_time_size, int)) or \
+                min(trace_batch_size, trace_time_size) < 2 or trace_batch_size == trace_time_size:
+            raise RLGraphError("invalid trace sizes", where="GraphBuilder(trace_batch_size, trace_time_size)",
+                               expected="two different ints >= 2 (batch and time ranks must be told apart)",
                                received=(trace_batch_size, trace_time_size))
         self.trace_batch_size = trace_batch_size
         self.trace_time_size = trace_time_size
@@ -101,11 +103,14 @@ class GraphBuilder(Specifiable):
         trace = TraceBackend(backend, self.trace_batch_size, self.trace_time_size, *alt)
         components = root_component.get_all_sub_components()
         self._backend_time = 0.0
-        with backend_scope(backend):
-            passes = self._run_passes(root_component, components, trace)
-            restore_initial_values(components)
-        for component in components:
-            component.api_method_inputs = dict(self.states.of(component).spaces)
+        try:
+            with backend_scope(backend):
+                passes = self._run_passes(root_component, components, trace)
+                restore_initial_values(components)
+            for component in components:
+                component.api_method_inputs = dict(self.states.of(component).spaces)
+        finally:
+            self.states = BuildStates(self.action_space)  # The build's bookkeeping ends with it.
         total = time.perf_counter() - start
         variables = root_component.variable_registry
         self.stats = BuildStats(total_build_time=total, backend_time=self._backend_time,
