@@ -278,7 +278,13 @@ def _restore_tf(record: VariableRecord) -> None:
 def restore_initial_values(components: list) -> None:
     """Sets every variable of `components` back to the value it was created with (the build
     undoes its trace runs' writes with this). PyTorch variables are restored in a few batched
-    calls (one `_foreach_zero_` for all zero-initialized ones)."""
+    calls (one `_foreach_zero_` for all zero-initialized ones).
+
+    Every variable, written or not: skipping those whose in-place version counter had not moved,
+    and restoring only the rows a memory's trace wrote, saved ~0.1 ms of a CartPole DQN build and
+    nothing measurable of a Pong DQN build with a 2.8 GB replay (1.3-2.5 s either way: creating
+    that storage dominates), so the build keeps no such log.
+    """
     written = []
     for component in components:
         for record in component.variable_records.values():
