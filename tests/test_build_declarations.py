@@ -267,3 +267,15 @@ def test_trace_sizes_must_tell_batch_and_time_apart(sizes):
     from rlgraph.utils.rlgraph_errors import RLGraphError
     with pytest.raises(RLGraphError, match="invalid trace sizes"):
         GraphBuilder(trace_batch_size=sizes[0], trace_time_size=sizes[1])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (dict(output_space=5), "invalid `output_space`"),
+    (dict(requires_variable_completeness="grandparent"), "invalid `requires_variable_completeness`"),
+])
+def test_invalid_declarations_fail_at_the_decorator(flags, message):
+    from rlgraph.utils.rlgraph_errors import RLGraphError
+    with pytest.raises(RLGraphError, match=message):
+        @graph_fn(**flags)
+        def _graph_fn_f(self, x):
+            return x

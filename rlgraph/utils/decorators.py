@@ -121,8 +121,7 @@ def _make_graph_fn_info(func: Callable, returns, flatten_ops, split_ops, add_aut
     info = GraphFnInfo(name=func.__name__, func=func, returns=returns, flatten_ops=flatten_ops,
                        split_ops=bool(split_ops), add_auto_key_as_first_param=bool(add_auto_key_as_first_param),
                        requires_variable_completeness=_completeness_flag(requires_variable_completeness, where),
-                       arg_names=names,
-                       output_space=output_space)
+                       arg_names=names, output_space=output_space)
     if not (info.flatten_ops or info.split_ops):
         info.body = func
     else:
@@ -157,7 +156,7 @@ def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
 
 def graph_fn(graph_fn_method: Optional[Callable] = None, *, component=None, returns: Optional[int] = None,
              flatten_ops: OpsFlag = False, split_ops: bool = False, add_auto_key_as_first_param: bool = False,
-             requires_variable_completeness: bool = False, output_space: Any = None) -> Callable:
+             requires_variable_completeness: Union[bool, str] = False, output_space: Any = None) -> Callable:
     """Marks a component method as a graph function: the only place for backend code.
 
     Args:
@@ -218,7 +217,7 @@ def make_api_info(func: Callable, name: Optional[str] = None, must_be_complete: 
 def rlgraph_api(api_method: Optional[Callable] = None, *, component=None, name: Optional[str] = None,
                 returns: Optional[int] = None, flatten_ops: OpsFlag = False, split_ops: bool = False,
                 add_auto_key_as_first_param: bool = False, must_be_complete: bool = True,
-                ok_to_overwrite: bool = False, requires_variable_completeness: bool = False,
+                ok_to_overwrite: bool = False, requires_variable_completeness: Union[bool, str] = False,
                 no_grad: bool = False, output_space: Any = None) -> Callable:
     """Marks a component method as an API method, callable by parents and by the executor.
 
