@@ -271,9 +271,9 @@ def _dqn_trace(backend: str) -> list:
     return trace
 
 
-def test_dqn_agent_is_deterministic_under_its_seed():
+def test_dqn_agent_is_deterministic_under_its_seed(backend):
     # The same seed, states and calls: actions and losses must repeat exactly.
-    assert _dqn_trace("pytorch") == _dqn_trace("pytorch")
+    assert _dqn_trace(backend) == _dqn_trace(backend)
 
 
 def test_the_removed_torch_call_plans_key_is_explained():
