@@ -277,6 +277,7 @@ def test_dqn_agent_is_deterministic_under_its_seed(backend):
 
 
 def test_the_removed_torch_call_plans_key_is_explained():
+    # The spec is checked before any backend is touched: one backend is enough.
     from rlgraph.agents import Agent
     from rlgraph.utils.rlgraph_errors import RLGraphSpecError
     spec = {"type": "dqn", "network_spec": [{"type": "dense", "units": 4}],

@@ -11,15 +11,13 @@ would be taken once, at build time, on trace data, and then hold for every later
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from rlgraph.spaces import Dict, Space, Tuple
 from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.spaces.space_utils import get_space_from_op
+from rlgraph.utils.decorators import tracing
 from rlgraph.utils.rlgraph_errors import RLGraphBuildError
-
-# Set by the tracer: fn(record, operation) -> the `RLGraphBuildError` naming the API method and argument.
-describe_value_use: Optional[Callable[[Any, str], RLGraphBuildError]] = None
 
 
 class DataOpRecord:
@@ -45,10 +43,11 @@ class DataOpRecord:
     __hash__ = object.__hash__
 
     def _refuse(self, operation: str):
-        if describe_value_use is not None:
-            raise describe_value_use(self, operation)
-        raise RLGraphBuildError(f"an API method used a traced value in `{operation}`",
-                                hint="move the decision or computation into a graph function.")
+        tracer = tracing.tracer
+        if tracer is not None:
+            raise tracer.describe_value_use(self, operation)  # Names the API method and argument.
+        raise RLGraphBuildError(f"a traced value was used in `{operation}` outside of the build",
+                                hint="traced values exist only while the build runs.")
 
     def __bool__(self):
         self._refuse("bool(x) / if x:")

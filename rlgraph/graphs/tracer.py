@@ -12,12 +12,11 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any, List, Optional, Set, Tuple
 
-from rlgraph.graphs import op_records
 from rlgraph.graphs.op_records import DataOpRecord, PendingInput, PendingRecord, space_of, unpack_records
 from rlgraph.graphs.plans import PlanBuilder
 from rlgraph.spaces import Space
 from rlgraph.spaces.containers import ContainerSpace
-from rlgraph.utils.decorators import ApiInfo, GraphFnInfo, tracing
+from rlgraph.utils.decorators import ApiInfo, GraphFnInfo
 from rlgraph.utils.rlgraph_errors import RLGraphBuildError, RLGraphError, RLGraphSpaceError
 
 
@@ -118,17 +117,6 @@ class Tracer:
             f"the API method takes a python decision on, or computes with, {what} (`{operation}`)", where=where,
             hint="API methods run once, at build time, on trace data, so such a decision would hold for every "
                  "later call. Move it into a graph function (@graph_fn), or make it a constructor argument.")
-
-
-def _describe_value_use(record: DataOpRecord, operation: str) -> RLGraphBuildError:
-    tracer = tracing.tracer
-    if tracer is None:
-        return RLGraphBuildError(f"a traced value was used in `{operation}` outside of the build",
-                                 hint="traced values exist only while the build runs.")
-    return tracer.describe_value_use(record, operation)
-
-
-op_records.describe_value_use = _describe_value_use
 
 
 def _contains(value: Any, record: DataOpRecord) -> bool:
