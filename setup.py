@@ -14,9 +14,10 @@ extras = {
     "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
     # `rlgraph benchmark dqn-sb3` runs Stable-Baselines3 as the peer; pyinstrument profiles the runs.
     "bench": ["stable-baselines3>=2.3", "pyinstrument>=4.6"],
-    # The test suite also runs the Atari adapter on the real ALE, and the dqn-sb3 benchmark's smoke test.
+    # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test and
+    # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1).
     "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8",
-             "stable-baselines3>=2.3"],
+             "stable-baselines3>=2.3", "ray>=2.9,<3"],
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 

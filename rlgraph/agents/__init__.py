@@ -1,9 +1,11 @@
 """Agents: the python front ends of the algorithms. Import neither TensorFlow nor PyTorch."""
 from rlgraph.agents.agent import Agent
+from rlgraph.agents.apex_agent import ApexAgent
 from rlgraph.agents.dqn_agent import DQNAgent
 
 Agent.__lookup_classes__ = {
     "dqn": DQNAgent, "dqn-agent": DQNAgent, "DQNAgent": DQNAgent,
+    "apex": ApexAgent, "apex-agent": ApexAgent, "ApexAgent": ApexAgent,
 }
 
-__all__ = ["Agent", "DQNAgent"]
+__all__ = ["Agent", "ApexAgent", "DQNAgent"]

@@ -165,9 +165,7 @@ class DQNAgent(Agent):
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         executor = self._executor()
-        if self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]:
-            executor.execute("sync_target_qnet")
-            self.last_sync_timestep = self.timesteps
+        self._sync_target_if_due()
         if batch is None:
             loss, loss_per_item, sampled = self.replay.update_from_memory(self.update_spec["batch_size"], tp)
             if self.store_last_memory_batch:
@@ -177,6 +175,12 @@ class DQNAgent(Agent):
             loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [records, weights, tp]))
         self.num_updates += 1
         return loss, loss_per_item
+
+    def _sync_target_if_due(self) -> None:
+        """Copies the policy into the target network once `sync_interval` env steps have passed."""
+        if self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]:
+            self._executor().execute("sync_target_qnet")
+            self.last_sync_timestep = self.timesteps
 
     def _record_and_weights(self, batch: dict, method: str) -> tuple:
         """(the record, importance weights [B] float32: ones when `batch` has none)."""

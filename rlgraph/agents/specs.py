@@ -31,7 +31,10 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
 }
 # Keys of earlier rlgraph versions that are gone -> why (the hint of the unknown-key error).
 REMOVED_KEYS = {"torch_call_plans": "PyTorch's call plans are derived at build and always used (see "
-                                    "docs/components.md); remove the key."}
+                                    "docs/components.md); remove the key.",
+                "ray_spec": "the distributed executors read it (ApexExecutor, `rlgraph train`; see "
+                            "docs/distributed.md) and take it out before they build agents; an agent "
+                            "built directly runs in one process: remove the key."}
 SAVER_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "checkpoint_frequency": None, "max_checkpoints": None}
 SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "summary_interval": 100}
 

@@ -1,4 +1,5 @@
 """Environment adapters. Imports neither TensorFlow nor PyTorch, nor (until used) gymnasium, ale-py or OpenCV."""
+from rlgraph.environments.action_repeat import ActionRepeatEnv
 from rlgraph.environments.atari import AtariEnv
 from rlgraph.environments.deepmind_lab import DeepmindLabEnv
 from rlgraph.environments.env_utils import RLGraphMissingDependencyError
@@ -19,7 +20,8 @@ Environment.__lookup_classes__ = {
     "atari": AtariEnv, "atari-env": AtariEnv, "ale": AtariEnv,
     "deepmind-lab": DeepmindLabEnv, "deepmind_lab": DeepmindLabEnv, "dm-lab": DeepmindLabEnv,
     "deepmind-lab-env": DeepmindLabEnv,
+    "action-repeat": ActionRepeatEnv, "action-repeat-env": ActionRepeatEnv,
 }
 
 __all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv", "AtariEnv",
-           "DeepmindLabEnv", "RLGraphMissingDependencyError"]
+           "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError"]

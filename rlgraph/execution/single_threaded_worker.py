@@ -34,10 +34,11 @@ class SingleThreadedWorker:
             `rlgraph.execution.hooks`); `Hook` objects also get `on_episode_end`.
         seed: Seed of the envs (env i gets seed + i).
         worker_executes_exploration: Whether actions explore (default True; `execute_*` can override).
+        clip_rewards: Observe rewards clipped to [-1, 1] (the returns in the statistics stay raw).
     """
 
     def __init__(self, agent: Any, env_spec: Any, num_environments: int = 1, hooks: Optional[List[Callable]] = None,
-                 seed: Optional[int] = None, worker_executes_exploration: bool = True):
+                 seed: Optional[int] = None, worker_executes_exploration: bool = True, clip_rewards: bool = False):
         from rlgraph.environments import VectorEnv, SequentialVectorEnv
         self.agent = agent
         if isinstance(env_spec, VectorEnv):
@@ -48,6 +49,7 @@ class SingleThreadedWorker:
         self.env_ids = list(range(self.num_environments))
         self.hooks = list(hooks or [])
         self.use_exploration = worker_executes_exploration
+        self.clip_rewards = bool(clip_rewards)
         self.total_steps = 0
         self.total_episodes = 0
         self.last_update_timestep = None
@@ -126,6 +128,7 @@ class SingleThreadedWorker:
             steps += self.num_environments
             self.total_steps += self.num_environments
             self._episode_returns += rewards
+            observed = np.clip(rewards, -1.0, 1.0) if self.clip_rewards else rewards
             self._episode_lengths += 1
             done = np.asarray(terminals, dtype=bool).copy()
             if max_len:
@@ -134,7 +137,7 @@ class SingleThreadedWorker:
                 self._run_hooks(actions, rewards, next_states, done, explore)
             for i in np.flatnonzero(done):
                 if learn:
-                    self._observe_last(i, preprocessed, actions, rewards, next_states, terminals[i], infos[i])
+                    self._observe_last(i, preprocessed, actions, observed, next_states, terminals[i], infos[i])
                 if max_episodes is None or episodes < max_episodes:
                     returns.append(float(self._episode_returns[i]))
                     lengths.append(int(self._episode_lengths[i]))
@@ -146,7 +149,7 @@ class SingleThreadedWorker:
                 next_states = _set_row(next_states, i, env.reset(i))
                 if self.num_environments == 1:
                     agent.reset()
-            self._pending = (preprocessed, actions, rewards, ~done) if learn else None
+            self._pending = (preprocessed, actions, observed, ~done) if learn else None
             self._states = next_states
             if learn and update_spec["do_updates"]:
                 t3 = time.perf_counter()

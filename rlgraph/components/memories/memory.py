@@ -107,11 +107,23 @@ class Memory(Component):
 
 
 def write_npz(path: str, values: Dict[str, np.ndarray]) -> str:
-    """Writes `values` to `path` (".npz" appended if missing), creating folders; returns the path."""
+    """Writes `values` to `path` (".npz" appended if missing), creating folders; returns the path.
+
+    Atomic: the file is written next to `path`, synced, then renamed over it, so a crash (or a
+    killed process) leaves either the old file or the new one, never half of one.
+    """
     path = path if path.endswith(".npz") else path + ".npz"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as handle:
-        np.savez(handle, **values)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            np.savez(handle, **values)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return path
 
 

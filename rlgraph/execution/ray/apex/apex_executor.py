@@ -1,0 +1,514 @@
+"""`ApexExecutor`: distributed prioritized experience replay (Ape-X) on Ray, or inline."""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import os
+import queue
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from rlgraph.execution.ray.apex.learner import LearnerThread
+from rlgraph.execution.ray.apex.replay_shard import ReplayShard
+from rlgraph.execution.ray.apex.sample_worker import ApexSampleWorker
+from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpecError
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "executor_state.json"
+STATE_FORMAT = 1
+
+
+@dataclass
+class _Worker:
+    index: int
+    handle: Any
+    pid: int
+    tasks: List[tuple] = field(default_factory=list)  # (meta future, batch future)
+    steps_since_sync: int = 0
+    version: int = -1
+
+
+@dataclass
+class _Shard:
+    index: int
+    handle: Any
+    pid: int
+    generation: int = 0
+    size: int = 0
+    max_size: int = 0             # The largest size seen (records lost on a crash are counted from it).
+    sample_tasks: List[Any] = field(default_factory=list)
+    other_tasks: List[tuple] = field(default_factory=list)  # (future, kind, records in it)
+
+
+class ApexExecutor(RayExecutor):
+    """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): many actors act with
+    different epsilons and fill a sharded prioritized replay; one learner samples it.
+
+    What runs where:
+
+    - **Sample workers** (`num_sample_workers` actors, `ApexSampleWorker`): an agent copy on the
+      config's backend and `num_worker_environments` envs; each task runs `num_worker_samples`
+      env steps and returns n-step records with their initial priorities |TD error| (computed
+      on the worker) plus the policy version it acted with. `env_interaction_task_depth` tasks
+      are in flight per worker.
+    - **Replay shards** (`num_replay_workers` actors, `ReplayShard`): each holds
+      capacity / num_replay_workers records. A worker's batch goes to the shards in turn (the
+      driver passes the object reference on; the records never pass through the driver). Each
+      shard keeps `replay_sampling_task_depth` batches of `update_spec.batch_size` in flight
+      once it holds min_sample_memory_size / num_replay_workers records.
+    - **The learner** (`local_agent`, an `ApexAgent` in this process) runs in a thread fed by a
+      queue of `learn_queue_size` batches; the new priorities go back to the shard that served
+      the batch (dropped if that shard restarted since). Its env-step counter follows the
+      collected steps, so `update_spec.sync_interval` and schedules count env steps as in DQN.
+    - **Weights**: once a worker has run `weight_sync_steps` env steps since its last weights
+      and the learner has a newer version, it gets the newest; each version is `ray.put` once.
+      Policy lag (learner version - the version a batch was acted with) is reported.
+
+    **Faults**: an actor that dies (e.g. `kill -9`) is noticed by the failed call, replaced
+    (at most `max_num_worker_restarts` times in all) and, for a worker, given the newest
+    weights; the run continues. Records already in a shard are untouched by a worker's death.
+    A restarted shard reloads its last snapshot (`apex_replay_spec.snapshot_interval`); the
+    records lost are reported (`records_lost`).
+
+    **Inline mode** (`executor_spec.mode` "inline"): the same loop with the actors as plain
+    objects and the learner stepped by the loop: deterministic, no Ray needed.
+
+    Args:
+        environment_spec: The environment spec (or a callable making an env).
+        agent_config: The agent config holding `execution_spec.ray_spec`; see
+            `rlgraph.execution.ray.specs` for the keys.
+        discard_queued_samples: Overrides `executor_spec.discard_queued_samples`.
+        ray_address: Overrides `executor_spec.redis_address`.
+    """
+
+    def __init__(self, environment_spec: Any, agent_config: dict, discard_queued_samples: Optional[bool] = None,
+                 ray_address: Optional[str] = None):
+        super().__init__(environment_spec, agent_config, ray_address)
+        if discard_queued_samples is not None:
+            self.executor_spec["discard_queued_samples"] = bool(discard_queued_samples)
+        self.worker_spec = self.ray_spec["worker_spec"]
+        self.replay_spec = self.ray_spec["apex_replay_spec"]
+        self.env_timesteps = 0
+        self.env_frames = 0
+        self.queue_inserts = 0
+        self.discarded = 0
+        self.records_lost = 0
+        self.weight_syncs = 0
+        self.policy_lags: List[int] = []
+        self._weights = (-1, None)  # (version, future of the weights dict)
+        self._tmpdir = None
+        self.workers: List[_Worker] = []
+        self.shards: List[_Shard] = []
+        self.learner = None
+        self.local_agent = None
+        self._next_shard = 0
+        self._inline_learning_start = 0
+        self._inline_updates = 0
+        try:
+            self._setup()
+        except BaseException:
+            self.terminate()
+            raise
+
+    # --- Setup ----------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        from rlgraph.agents import Agent, ApexAgent
+        from rlgraph.environments import Environment
+        env = self.environment_spec() if callable(self.environment_spec) and \
+            not isinstance(self.environment_spec, (dict, str)) else Environment.from_spec(self.environment_spec)
+        self.state_space, self.action_space = env.state_space, env.action_space
+        env.terminate()
+        learner_config = copy.deepcopy(self.agent_config)
+        learner_config["memory_spec"] = {"type": "mem-prioritized-replay", "capacity": 1}  # Replay is in the shards.
+        self.local_agent = Agent.from_spec(learner_config, state_space=self.state_space,
+                                           action_space=self.action_space)
+        if not isinstance(self.local_agent, ApexAgent):
+            raise RLGraphSpecError("ApexExecutor runs Ape-X agents", where="ApexExecutor(agent_config.type)",
+                                   expected="apex", received=self.agent_config.get("type"))
+        spec = self.executor_spec
+        num_workers, num_shards = spec["num_sample_workers"], spec["num_replay_workers"]
+        self.check_resources(num_workers * spec["num_cpus_per_worker"] + num_shards * spec["num_cpus_per_replay_actor"],
+                             num_workers * spec["num_gpus_per_worker"])
+        self.batch_size = self.local_agent.update_spec["batch_size"]
+        self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
+                                      capacity=max(1, self.replay_spec["memory_spec"]["capacity"] // num_shards))
+        self.shard_min_size = max(self.replay_spec["min_sample_memory_size"] // num_shards, 1)
+        self.snapshot_dir = None
+        if self.replay_spec["snapshot_interval"]:
+            self.snapshot_dir = self.replay_spec["snapshot_directory"]
+            if self.snapshot_dir is None:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="rlgraph-apex-")
+                self.snapshot_dir = self._tmpdir.name
+            os.makedirs(self.snapshot_dir, exist_ok=True)
+        self.learner = LearnerThread(self.local_agent, spec["learn_queue_size"])
+        self.shards = [self._make_shard(i, restore=False) for i in range(num_shards)]
+        self.workers = [self._make_worker(i) for i in range(num_workers)]
+        if self.mode == "ray":
+            self.learner.start()
+        self._broadcast_weights()
+        for worker in self.workers:
+            self._send_weights(worker)
+            self._submit_samples(worker)
+
+    def _seed(self) -> Optional[int]:
+        return self.local_agent.execution_spec.get("seed")
+
+    def _make_shard(self, index: int, restore: bool) -> _Shard:
+        seed = self._seed()
+        path = os.path.join(self.snapshot_dir, f"shard-{index}.npz") if self.snapshot_dir else None
+        args = (index, self.shard_memory_spec, self.batch_size, self.shard_min_size,
+                self.replay_spec["snapshot_interval"], path, path if restore else None,
+                None if seed is None else seed + 100 + index)
+        handle, pid = self._create(ReplayShard, args, self.executor_spec["num_cpus_per_replay_actor"], 0,
+                                   f"replay shard {index}")
+        shard = _Shard(index, handle, pid)
+        if restore:
+            shard.size = self.actors.get(self.actors.call(handle, "size"))
+        return shard
+
+    def _make_worker(self, index: int) -> _Worker:
+        args = (self.agent_config, self.worker_spec, self.environment_spec, index,
+                self.executor_spec["num_sample_workers"], self.replay_spec["clip_rewards"], self.state_space,
+                self.action_space)
+        handle, pid = self._create(ApexSampleWorker, args, self.executor_spec["num_cpus_per_worker"],
+                                   self.executor_spec["num_gpus_per_worker"], f"sample worker {index}")
+        worker = _Worker(index, handle, pid)
+        if self._horizon is not None:
+            self.actors.call(handle, "set_max_timesteps", self._worker_horizon())
+        return worker
+
+    _horizon: Optional[int] = None
+
+    def _worker_horizon(self) -> int:
+        return int(math.ceil(self._horizon / self.executor_spec["num_sample_workers"]))
+
+    # --- Weights --------------------------------------------------------------------------------
+    def _broadcast_weights(self) -> None:
+        """Puts the learner's current weights into the object store (once per version)."""
+        with self.learner.lock:
+            version = self.learner.version
+            if version == self._weights[0]:
+                return
+            weights = self.local_agent.get_weights()
+        self._weights = (version, self.actors.put(weights))
+
+    def _send_weights(self, worker: _Worker) -> None:
+        version, ref = self._weights
+        self.actors.call(worker.handle, "set_weights", ref, version)
+        worker.version = version
+        worker.steps_since_sync = 0
+        self.weight_syncs += 1
+
+    # --- The loop -------------------------------------------------------------------------------
+    def _begin_workload(self, num_timesteps: int) -> None:
+        configured = self.local_agent.execution_spec.get("max_timesteps")
+        self._horizon = int(configured) if configured else self.env_timesteps + num_timesteps
+        self.local_agent.max_timesteps = self._horizon
+        for worker in self.workers:
+            self.actors.call(worker.handle, "set_max_timesteps", self._worker_horizon())
+
+    def _submit_samples(self, worker: _Worker) -> None:
+        while len(worker.tasks) < self.executor_spec["env_interaction_task_depth"]:
+            batch, meta = self.actors.call(worker.handle, "sample", self.executor_spec["num_worker_samples"],
+                                           num_returns=2)
+            worker.tasks.append((meta, batch))
+
+    def _submit_sampling(self, shard: _Shard) -> None:
+        if shard.size < self.shard_min_size or self.mode == "inline":  # (Inline: `_learn_inline` samples.)
+            return
+        while len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"]:
+            shard.sample_tasks.append(self.actors.call(shard.handle, "sample"))
+
+    def _execute_step(self) -> Dict[str, Any]:
+        self._check_learner()
+        version_before = self.learner.version
+        owners: Dict[Any, tuple] = {}
+        for worker in self.workers:
+            for task in worker.tasks:
+                owners[task[0]] = ("worker", worker, task)
+        for shard in self.shards:
+            for task in shard.sample_tasks:
+                owners[task] = ("sample", shard, task)
+            for task in shard.other_tasks:
+                owners[task[0]] = ("other", shard, task)
+        ready, _ = self.actors.wait(list(owners), timeout=0.05)
+        result = {"timesteps": 0, "env_frames": 0, "updates": 0, "episode_returns": []}
+        for ref in ready:
+            kind, owner, task = owners[ref]
+            if kind == "worker":
+                self._on_worker_result(owner, task, result)
+            elif kind == "sample":
+                self._on_sampled_batch(owner, task)
+            else:
+                self._on_shard_call(owner, task)
+        if self.mode == "inline":
+            self._learn_inline()
+        self._return_priorities()
+        result["updates"] = self.learner.version - version_before
+        return result
+
+    def _learn_inline(self) -> None:
+        """Inline mode: learns at DQN's cadence, `update_steps` updates per `update_interval` env
+        steps collected once the shards can be sampled (on Ray the learner runs as fast as it can)."""
+        ready = [s for s in self.shards if s.size >= self.shard_min_size]
+        if not ready:
+            self._inline_learning_start = self.env_timesteps
+            return
+        spec = self.local_agent.update_spec
+        due = (self.env_timesteps - self._inline_learning_start) // spec["update_interval"] * spec["update_steps"]
+        while self._inline_updates < due:
+            shard = ready[self._inline_updates % len(ready)]
+            self._inline_updates += 1
+            self._on_sampled_batch(shard, self.actors.call(shard.handle, "sample"), own=False)
+            self.learner.process()
+            self._return_priorities()
+
+    def _check_learner(self) -> None:
+        if self.learner.error is not None:
+            raise RLGraphDistributedError(f"the learner failed ({type(self.learner.error).__name__}: "
+                                          f"{self.learner.error})", where="ApexExecutor learner") \
+                from self.learner.error
+
+    def _on_worker_result(self, worker: _Worker, task: tuple, result: dict) -> None:
+        if task not in worker.tasks:
+            return  # From a worker replaced since.
+        worker.tasks.remove(task)
+        meta_ref, batch_ref = task
+        try:
+            meta = self.actors.get(meta_ref)
+        except Exception as error:  # noqa: BLE001 - sorted below
+            if not self.actors.is_actor_death(error):
+                raise
+            self._restart_worker(worker, error)
+            return
+        if meta["num_records"]:
+            shard = self.shards[self._next_shard % len(self.shards)]
+            self._next_shard += 1
+            shard.other_tasks.append((self.actors.call(shard.handle, "add", batch_ref), "add", meta["num_records"]))
+        self.env_timesteps += meta["timesteps"]
+        self.env_frames += meta["env_frames"]
+        self.local_agent.timesteps = self.env_timesteps  # Target syncs and schedules count env steps.
+        self.policy_lags.append(self.learner.version - meta["version"])
+        result["timesteps"] += meta["timesteps"]
+        result["env_frames"] += meta["env_frames"]
+        result["episode_returns"].extend(meta["episode_returns"])
+        worker.steps_since_sync += meta["timesteps"]
+        if worker.steps_since_sync >= self.executor_spec["weight_sync_steps"]:
+            self._broadcast_weights()
+            if self._weights[0] != worker.version:
+                self._send_weights(worker)
+            else:
+                worker.steps_since_sync = 0
+        self._submit_samples(worker)
+
+    def _on_sampled_batch(self, shard: _Shard, task: Any, own: bool = True) -> None:
+        if own:
+            if task not in shard.sample_tasks:
+                return
+            shard.sample_tasks.remove(task)
+        try:
+            batch = self.actors.get(task)
+        except Exception as error:  # noqa: BLE001
+            if not self.actors.is_actor_death(error):
+                raise
+            self._restart_shard(shard, error)
+            return
+        if batch is not None:
+            if self.executor_spec["discard_queued_samples"] and self.learner.inputs.full():
+                self.discarded += 1
+            else:
+                self._put_for_learner((shard.index, shard.generation, batch))
+                self.queue_inserts += 1
+        self._submit_sampling(shard)
+
+    def _put_for_learner(self, item: tuple) -> None:
+        while True:
+            try:
+                self.learner.inputs.put(item, timeout=0.5 if self.mode == "ray" else 0)
+                return
+            except queue.Full:
+                if self.mode == "inline":
+                    self.learner.process()
+                self._check_learner()
+                self._return_priorities()
+
+    def _on_shard_call(self, shard: _Shard, task: tuple) -> None:
+        if task not in shard.other_tasks:
+            return
+        shard.other_tasks.remove(task)
+        future, kind, _ = task
+        try:
+            value = self.actors.get(future)
+        except Exception as error:  # noqa: BLE001
+            if not self.actors.is_actor_death(error):
+                raise
+            self._restart_shard(shard, error)
+            return
+        if kind == "add":
+            shard.size = int(value)
+            shard.max_size = max(shard.max_size, shard.size)
+            self._submit_sampling(shard)
+
+    def _return_priorities(self) -> None:
+        while True:
+            try:
+                index, generation, indices, priorities = self.learner.outputs.get_nowait()
+            except queue.Empty:
+                return
+            shard = self.shards[index]
+            if shard.generation == generation:  # A restarted shard holds other records at those indices.
+                shard.other_tasks.append((self.actors.call(shard.handle, "update_priorities", indices, priorities),
+                                          "priorities", 0))
+
+    # --- Faults ---------------------------------------------------------------------------------
+    def _restart_worker(self, worker: _Worker, error: BaseException) -> None:
+        self._count_restart("sample worker", worker.index, error)
+        self.actors.kill(worker.handle)
+        fresh = self._make_worker(worker.index)
+        self.workers[worker.index] = fresh
+        self._broadcast_weights()
+        self._send_weights(fresh)
+        self._submit_samples(fresh)
+
+    def _restart_shard(self, shard: _Shard, error: BaseException) -> None:
+        self._count_restart("replay shard", shard.index, error)
+        self.actors.kill(shard.handle)
+        in_flight = sum(records for _, kind, records in shard.other_tasks if kind == "add")
+        fresh = self._make_shard(shard.index, restore=self.snapshot_dir is not None)
+        fresh.generation = shard.generation + 1
+        fresh.max_size = fresh.size
+        lost = max(shard.max_size - fresh.size, 0) + in_flight
+        self.records_lost += lost
+        logger.warning("replay shard %d restarted with %d records (%d lost).", shard.index, fresh.size, lost)
+        self.shards[shard.index] = fresh
+        self._submit_sampling(fresh)
+
+    # --- Statistics -----------------------------------------------------------------------------
+    def _workload_statistics(self) -> Dict[str, Any]:
+        lags = self.policy_lags[-10000:]
+        return {"total_timesteps": self.env_timesteps, "total_env_frames": self.env_frames,
+                "learner_updates": self.learner.version, "queue_inserts": self.queue_inserts,
+                "discarded": self.discarded, "weight_syncs": self.weight_syncs,
+                "mean_policy_lag": float(np.mean(lags)) if lags else float("nan"),
+                "max_policy_lag": int(np.max(lags)) if lags else 0,
+                "records_lost": self.records_lost, "replay_sizes": [s.size for s in self.shards],
+                "mean_loss": float(np.mean(self.learner.losses[-100:])) if self.learner.losses else float("nan"),
+                "worker_pids": [w.pid for w in self.workers], "shard_pids": [s.pid for s in self.shards]}
+
+    def result_by_worker(self, worker_index: Optional[int] = None) -> Dict[str, Any]:
+        """Statistics of each sample worker (or of one): timesteps, episodes, episode returns,
+        env frames, throughput, the policy version it acts with, its pid.
+
+        Returns:
+            {"episode_rewards": [per worker lists], "episode_timesteps": [...], "workers": [stats dicts]}
+            (for one worker: that worker's stats dict).
+        """
+        workers = self.workers if worker_index is None else [self.workers[worker_index]]
+        stats = self.actors.get([self.actors.call(w.handle, "get_statistics") for w in workers])
+        for worker, item in zip(workers, stats):
+            item["pid"] = worker.pid
+        if worker_index is not None:
+            return stats[0]
+        return {"episode_rewards": [s["episode_returns"] for s in stats],
+                "episode_timesteps": [s["timesteps"] for s in stats], "workers": stats}
+
+    def replay_statistics(self) -> List[dict]:
+        """Each shard's statistics (size, inserted, sampled batches, priority updates, pid)."""
+        return self.actors.get([self.actors.call(s.handle, "get_statistics") for s in self.shards])
+
+    # --- Checkpoints ----------------------------------------------------------------------------
+    def store_checkpoint(self, path: str) -> str:
+        """Writes the learner (weights, optimizer, counters), every replay shard and the executor's
+        counters to directory `path`; `executor_state.json` is written last (a checkpoint
+        without it is incomplete)."""
+        os.makedirs(path, exist_ok=True)
+        with self.learner.lock:
+            self.local_agent.store_model(os.path.join(path, "learner"), add_timestep=False)
+        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
+        shard_files = []
+        for shard, size in zip(self.shards, sizes):
+            name = f"replay-{shard.index}.npz"
+            if size:
+                self.actors.get(self.actors.call(shard.handle, "save", os.path.abspath(os.path.join(path, name))))
+            shard_files.append(name if size else None)
+        state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
+                 "env_frames": self.env_frames, "learner_version": self.learner.version,
+                 "num_replay_workers": len(self.shards), "shard_files": shard_files, "shard_sizes": sizes,
+                 "records_lost": self.records_lost, "restarts": self.num_restarts}
+        tmp = os.path.join(path, STATE_FILE + ".tmp")
+        with open(tmp, "w") as handle:
+            json.dump(state, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, os.path.join(path, STATE_FILE))
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Restores a `store_checkpoint` directory: learner, shards, counters; workers get the weights.
+
+        Raises:
+            RLGraphCheckpointError: A missing, incomplete or mismatched checkpoint (checked before
+                anything changes).
+        """
+        where = "ApexExecutor.load_checkpoint"
+        state_file = os.path.join(path, STATE_FILE)
+        try:
+            with open(state_file) as handle:
+                state = json.load(handle)
+        except (OSError, ValueError) as error:
+            raise RLGraphCheckpointError(f"cannot read {STATE_FILE} ({error})", where=where, received=path,
+                                         hint="pass a directory written by ApexExecutor.store_checkpoint.") from None
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
+                state.get("executor") != type(self).__name__:
+            raise RLGraphCheckpointError("not an Ape-X executor checkpoint", where=where,
+                                         expected=f"format {STATE_FORMAT} of {type(self).__name__}",
+                                         received={k: state.get(k) for k in ("format", "executor")}
+                                         if isinstance(state, dict) else type(state).__name__)
+        if state.get("num_replay_workers") != len(self.shards):
+            raise RLGraphCheckpointError("the checkpoint has another number of replay shards", where=where,
+                                         expected=len(self.shards), received=state.get("num_replay_workers"))
+        files = state.get("shard_files") or []
+        missing = [f for f in files if f is not None and not os.path.isfile(os.path.join(path, f))]
+        if len(files) != len(self.shards) or missing:
+            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing or files)
+        with self.learner.lock:
+            self.local_agent.load_model(os.path.join(path, "learner"))
+            self.learner.version = int(state["learner_version"])
+        for shard, name in zip(self.shards, files):
+            if name is not None:
+                shard.size = self.actors.get(self.actors.call(shard.handle, "load",
+                                                              os.path.abspath(os.path.join(path, name))))
+                shard.max_size = shard.size
+                shard.generation += 1  # Priorities of batches sampled before are dropped.
+                self._submit_sampling(shard)
+        self.env_timesteps = int(state["env_timesteps"])
+        self.env_frames = int(state["env_frames"])
+        self.local_agent.timesteps = self.env_timesteps
+        self._weights = (-1, None)
+        self._broadcast_weights()
+        for worker in self.workers:
+            self._send_weights(worker)
+
+    # --- Shutdown -------------------------------------------------------------------------------
+    def _stop_actors(self) -> None:
+        if self.learner is not None:
+            self.learner.stop()
+            if self.learner.is_alive():
+                self.learner.join(timeout=10)
+        for actor in list(self.workers) + list(self.shards):
+            if self.mode == "inline" and hasattr(actor.handle.obj, "terminate"):
+                actor.handle.obj.terminate()
+            self.actors.kill(actor.handle)
+        if self.local_agent is not None:
+            self.local_agent.terminate()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
