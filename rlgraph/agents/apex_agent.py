@@ -1,7 +1,7 @@
 """`ApexAgent`: the agent of Ape-X's learner and sample workers (a DQN with external priorities)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -58,4 +58,3 @@ class ApexAgent(DQNAgent):
                                                                    [records, weights, tp]))
         self.num_updates += 1
         return loss, loss_per_item, np.abs(np.asarray(td_errors, dtype=np.float32))
-

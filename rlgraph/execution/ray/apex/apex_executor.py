@@ -2,28 +2,24 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 import os
 import queue
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from rlgraph.execution.ray.apex.checkpoints import ApexCheckpoints
 from rlgraph.execution.ray.apex.learner import LearnerThread
 from rlgraph.execution.ray.apex.replay_shard import ReplayShard
 from rlgraph.execution.ray.apex.sample_worker import ApexSampleWorker
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
-
-STATE_FILE = "executor_state.json"
-STATE_FORMAT = 1
 
 
 @dataclass
@@ -34,6 +30,7 @@ class _Worker:
     tasks: List[tuple] = field(default_factory=list)  # (meta future, batch future)
     steps_since_sync: int = 0
     version: int = -1
+    timesteps: int = 0            # Env steps this worker slot collected (a restarted worker goes on from here).
 
 
 @dataclass
@@ -48,7 +45,7 @@ class _Shard:
     other_tasks: List[tuple] = field(default_factory=list)  # (future, kind, records in it)
 
 
-class ApexExecutor(RayExecutor):
+class ApexExecutor(ApexCheckpoints, RayExecutor):
     """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): many actors act with
     different epsilons and fill a sharded prioritized replay; one learner samples it.
 
@@ -156,7 +153,7 @@ class ApexExecutor(RayExecutor):
         self._broadcast_weights()
         for worker in self.workers:
             self._send_weights(worker)
-            self._submit_samples(worker)
+        # Sampling starts with the first workload, once the workers know the schedule horizon.
 
     def _seed(self) -> Optional[int]:
         return self.local_agent.execution_spec.get("seed")
@@ -184,6 +181,10 @@ class ApexExecutor(RayExecutor):
         if self._horizon is not None:
             self.actors.call(handle, "set_max_timesteps", self._worker_horizon())
         return worker
+
+    def _set_worker_progress(self, worker: _Worker) -> None:
+        """Tells a (new or restored) worker how many env steps its slot ran (epsilon schedules)."""
+        self.actors.call(worker.handle, "set_timesteps", worker.timesteps)
 
     _horizon: Optional[int] = None
 
@@ -214,6 +215,7 @@ class ApexExecutor(RayExecutor):
         self.local_agent.max_timesteps = self._horizon
         for worker in self.workers:
             self.actors.call(worker.handle, "set_max_timesteps", self._worker_horizon())
+            self._submit_samples(worker)
 
     def _submit_samples(self, worker: _Worker) -> None:
         while len(worker.tasks) < self.executor_spec["env_interaction_task_depth"]:
@@ -301,6 +303,7 @@ class ApexExecutor(RayExecutor):
         result["env_frames"] += meta["env_frames"]
         result["episode_returns"].extend(meta["episode_returns"])
         worker.steps_since_sync += meta["timesteps"]
+        worker.timesteps += meta["timesteps"]
         if worker.steps_since_sync >= self.executor_spec["weight_sync_steps"]:
             self._broadcast_weights()
             if self._weights[0] != worker.version:
@@ -373,6 +376,8 @@ class ApexExecutor(RayExecutor):
         self._count_restart("sample worker", worker.index, error)
         self.actors.kill(worker.handle)
         fresh = self._make_worker(worker.index)
+        fresh.timesteps = worker.timesteps
+        self._set_worker_progress(fresh)
         self.workers[worker.index] = fresh
         self._broadcast_weights()
         self._send_weights(fresh)
@@ -423,79 +428,6 @@ class ApexExecutor(RayExecutor):
     def replay_statistics(self) -> List[dict]:
         """Each shard's statistics (size, inserted, sampled batches, priority updates, pid)."""
         return self.actors.get([self.actors.call(s.handle, "get_statistics") for s in self.shards])
-
-    # --- Checkpoints ----------------------------------------------------------------------------
-    def store_checkpoint(self, path: str) -> str:
-        """Writes the learner (weights, optimizer, counters), every replay shard and the executor's
-        counters to directory `path`; `executor_state.json` is written last (a checkpoint
-        without it is incomplete)."""
-        os.makedirs(path, exist_ok=True)
-        with self.learner.lock:
-            self.local_agent.store_model(os.path.join(path, "learner"), add_timestep=False)
-        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
-        shard_files = []
-        for shard, size in zip(self.shards, sizes):
-            name = f"replay-{shard.index}.npz"
-            if size:
-                self.actors.get(self.actors.call(shard.handle, "save", os.path.abspath(os.path.join(path, name))))
-            shard_files.append(name if size else None)
-        state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
-                 "env_frames": self.env_frames, "learner_version": self.learner.version,
-                 "num_replay_workers": len(self.shards), "shard_files": shard_files, "shard_sizes": sizes,
-                 "records_lost": self.records_lost, "restarts": self.num_restarts}
-        tmp = os.path.join(path, STATE_FILE + ".tmp")
-        with open(tmp, "w") as handle:
-            json.dump(state, handle, indent=2)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, os.path.join(path, STATE_FILE))
-        return path
-
-    def load_checkpoint(self, path: str) -> None:
-        """Restores a `store_checkpoint` directory: learner, shards, counters; workers get the weights.
-
-        Raises:
-            RLGraphCheckpointError: A missing, incomplete or mismatched checkpoint (checked before
-                anything changes).
-        """
-        where = "ApexExecutor.load_checkpoint"
-        state_file = os.path.join(path, STATE_FILE)
-        try:
-            with open(state_file) as handle:
-                state = json.load(handle)
-        except (OSError, ValueError) as error:
-            raise RLGraphCheckpointError(f"cannot read {STATE_FILE} ({error})", where=where, received=path,
-                                         hint="pass a directory written by ApexExecutor.store_checkpoint.") from None
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
-                state.get("executor") != type(self).__name__:
-            raise RLGraphCheckpointError("not an Ape-X executor checkpoint", where=where,
-                                         expected=f"format {STATE_FORMAT} of {type(self).__name__}",
-                                         received={k: state.get(k) for k in ("format", "executor")}
-                                         if isinstance(state, dict) else type(state).__name__)
-        if state.get("num_replay_workers") != len(self.shards):
-            raise RLGraphCheckpointError("the checkpoint has another number of replay shards", where=where,
-                                         expected=len(self.shards), received=state.get("num_replay_workers"))
-        files = state.get("shard_files") or []
-        missing = [f for f in files if f is not None and not os.path.isfile(os.path.join(path, f))]
-        if len(files) != len(self.shards) or missing:
-            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing or files)
-        with self.learner.lock:
-            self.local_agent.load_model(os.path.join(path, "learner"))
-            self.learner.version = int(state["learner_version"])
-        for shard, name in zip(self.shards, files):
-            if name is not None:
-                shard.size = self.actors.get(self.actors.call(shard.handle, "load",
-                                                              os.path.abspath(os.path.join(path, name))))
-                shard.max_size = shard.size
-                shard.generation += 1  # Priorities of batches sampled before are dropped.
-                self._submit_sampling(shard)
-        self.env_timesteps = int(state["env_timesteps"])
-        self.env_frames = int(state["env_frames"])
-        self.local_agent.timesteps = self.env_timesteps
-        self._weights = (-1, None)
-        self._broadcast_weights()
-        for worker in self.workers:
-            self._send_weights(worker)
 
     # --- Shutdown -------------------------------------------------------------------------------
     def _stop_actors(self) -> None:

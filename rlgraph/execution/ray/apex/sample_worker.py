@@ -150,6 +150,10 @@ class ApexSampleWorker:
         self.version = int(version)
         self.stats["weights_set"] += 1
 
+    def set_timesteps(self, timesteps: int) -> None:
+        """Sets the agent's env-step counter (a restarted or restored worker continues its schedule)."""
+        self.agent.timesteps = int(timesteps)
+
     def set_max_timesteps(self, max_timesteps: int) -> None:
         """The worker's share of the run's env steps (epsilon schedules run over it)."""
         self.agent.max_timesteps = int(max_timesteps)

@@ -1,0 +1,99 @@
+"""Checkpoints of a distributed Ape-X run: the learner, every replay shard and the executor's counters."""
+from __future__ import annotations
+
+import json
+import os
+
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+
+STATE_FILE = "executor_state.json"
+STATE_FORMAT = 1
+
+
+class ApexCheckpoints:
+    """`store_checkpoint` / `load_checkpoint` of `ApexExecutor` (a mixin: it uses the executor's
+    learner, shards, workers and counters).
+
+    A checkpoint directory holds `learner/` (the learner agent's `store_model`: weights,
+    optimizer, counters), `replay-<i>.npz` per non-empty shard and `executor_state.json`
+    (counters, shard files and sizes), which is written last and atomically: a directory
+    without it is an incomplete checkpoint.
+    """
+
+    def store_checkpoint(self, path: str) -> str:
+        """Writes the learner (weights, optimizer, counters), every replay shard and the executor's
+        counters to directory `path`; `executor_state.json` is written last (a checkpoint
+        without it is incomplete)."""
+        os.makedirs(path, exist_ok=True)
+        with self.learner.lock:
+            self.local_agent.store_model(os.path.join(path, "learner"), add_timestep=False)
+        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
+        shard_files = []
+        for shard, size in zip(self.shards, sizes):
+            name = f"replay-{shard.index}.npz"
+            if size:
+                self.actors.get(self.actors.call(shard.handle, "save", os.path.abspath(os.path.join(path, name))))
+            shard_files.append(name if size else None)
+        state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
+                 "worker_timesteps": [w.timesteps for w in self.workers],
+                 "env_frames": self.env_frames, "learner_version": self.learner.version,
+                 "num_replay_workers": len(self.shards), "shard_files": shard_files, "shard_sizes": sizes,
+                 "records_lost": self.records_lost, "restarts": self.num_restarts}
+        tmp = os.path.join(path, STATE_FILE + ".tmp")
+        with open(tmp, "w") as handle:
+            json.dump(state, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, os.path.join(path, STATE_FILE))
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Restores a `store_checkpoint` directory: learner, shards, counters; workers get the weights.
+
+        Raises:
+            RLGraphCheckpointError: A missing, incomplete or mismatched checkpoint (checked before
+                anything changes).
+        """
+        where = "ApexExecutor.load_checkpoint"
+        state_file = os.path.join(path, STATE_FILE)
+        try:
+            with open(state_file) as handle:
+                state = json.load(handle)
+        except (OSError, ValueError) as error:
+            raise RLGraphCheckpointError(f"cannot read {STATE_FILE} ({error})", where=where, received=path,
+                                         hint="pass a directory written by ApexExecutor.store_checkpoint.") from None
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
+                state.get("executor") != type(self).__name__:
+            raise RLGraphCheckpointError("not an Ape-X executor checkpoint", where=where,
+                                         expected=f"format {STATE_FORMAT} of {type(self).__name__}",
+                                         received={k: state.get(k) for k in ("format", "executor")}
+                                         if isinstance(state, dict) else type(state).__name__)
+        if state.get("num_replay_workers") != len(self.shards):
+            raise RLGraphCheckpointError("the checkpoint has another number of replay shards", where=where,
+                                         expected=len(self.shards), received=state.get("num_replay_workers"))
+        files = state.get("shard_files") or []
+        missing = [f for f in files if f is not None and not os.path.isfile(os.path.join(path, f))]
+        if len(files) != len(self.shards) or missing:
+            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing or files)
+        with self.learner.lock:
+            self.local_agent.load_model(os.path.join(path, "learner"))
+            self.learner.version = int(state["learner_version"])
+        for shard, name in zip(self.shards, files):
+            if name is not None:
+                shard.size = self.actors.get(self.actors.call(shard.handle, "load",
+                                                              os.path.abspath(os.path.join(path, name))))
+                shard.max_size = shard.size
+                shard.generation += 1  # Priorities of batches sampled before are dropped.
+                self._submit_sampling(shard)
+        self.env_timesteps = int(state["env_timesteps"])
+        self.env_frames = int(state["env_frames"])
+        self.local_agent.timesteps = self.env_timesteps
+        self._weights = (-1, None)
+        self._broadcast_weights()
+        steps = list(state.get("worker_timesteps") or [])
+        for worker in self.workers:
+            worker.timesteps = int(steps[worker.index]) if worker.index < len(steps) else \
+                self.env_timesteps // len(self.workers)
+            self._set_worker_progress(worker)
+            self._send_weights(worker)
+
