@@ -1,10 +1,11 @@
 """Utilities: specs, errors, nesting, dtype helpers and numpy reference maths. No backend imports."""
 from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphBuildError, RLGraphCheckpointError,
-                                          RLGraphError, RLGraphInputIncompleteError, RLGraphObsoletedError,
-                                          RLGraphSpaceError, RLGraphSpecError)
+                                          RLGraphDistributedError, RLGraphError, RLGraphInputIncompleteError,
+                                          RLGraphObsoletedError, RLGraphSpaceError, RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
 from rlgraph.utils.util import convert_dtype, force_list, force_tuple
 
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
-           "RLGraphCheckpointError", "Specifiable", "convert_dtype", "force_list", "force_tuple"]
+           "RLGraphCheckpointError", "RLGraphDistributedError", "Specifiable", "convert_dtype", "force_list",
+           "force_tuple"]

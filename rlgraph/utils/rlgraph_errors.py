@@ -134,3 +134,9 @@ class RLGraphBackendUnavailableError(RLGraphError, ImportError):
 
 class RLGraphCheckpointError(RLGraphError):
     """A checkpoint or exported model cannot be written, read, or does not fit the graph."""
+
+
+class RLGraphDistributedError(RLGraphError):
+    """A distributed run cannot go on: Ray is missing or unreachable, an actor cannot start, the
+    actors ask for more resources than the cluster has, or actors died more often than
+    `max_num_worker_restarts` allows."""

@@ -10,16 +10,11 @@ import numpy as np
 
 from rlgraph.execution.ray.actors import make_actors
 from rlgraph.execution.ray.specs import split_ray_spec
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphDistributedError, RLGraphError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
 WORKLOAD_DEFAULTS = {"num_timesteps": None, "report_interval": 1000, "report_interval_min_seconds": 1.0}
-
-
-class RLGraphDistributedError(RLGraphError):
-    """A distributed run cannot go on: Ray is missing or unreachable, an actor cannot start, or
-    actors died more often than `max_num_worker_restarts` allows."""
 
 
 class RayExecutor(metaclass=abc.ABCMeta):

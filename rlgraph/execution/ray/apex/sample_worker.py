@@ -130,10 +130,10 @@ class ApexSampleWorker:
         if worker_spec["worker_frame_skip"] > 1:
             env_spec = {"type": "action-repeat", "env_spec": env_spec, "repeat": worker_spec["worker_frame_skip"]}
         seed = self.agent.execution_spec.get("seed")
-        self.worker = SingleThreadedWorker(self.agent, env_spec, num_environments=worker_spec["num_worker_environments"],
-                                           seed=None if seed is None else seed * 1000,
-                                           worker_executes_exploration=worker_spec["worker_executes_exploration"],
-                                           clip_rewards=clip_rewards)
+        self.worker = SingleThreadedWorker(
+            self.agent, env_spec, num_environments=worker_spec["num_worker_environments"],
+            seed=None if seed is None else seed * 1000,
+            worker_executes_exploration=worker_spec["worker_executes_exploration"], clip_rewards=clip_rewards)
         self.frames_per_step = worker_spec["worker_frame_skip"] * worker_spec["env_internal_frame_skip"]
         self.version = -1
         self.started = False
