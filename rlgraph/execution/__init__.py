@@ -1,5 +1,5 @@
-"""Execution: workers that run agents on environments (single process now; Ray later).
-Imports neither TensorFlow nor PyTorch."""
+"""Execution: workers that run agents on environments in this process; `rlgraph.execution.ray`
+holds the distributed executors (Ape-X). Imports neither TensorFlow, PyTorch nor Ray."""
 from rlgraph.execution.hooks import EpisodeReturnsHook, Hook, StepData
 from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
 
