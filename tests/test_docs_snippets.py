@@ -62,3 +62,10 @@ def test_agents_doc_snippets_run(backend):
     namespace = _run_doc("agents.md", backend, 4)
     assert namespace["stats"]["timesteps_executed"] == 200
     assert namespace["loss_per_item"].shape == (2,) and namespace["td_errors"].shape == (2,)
+
+
+def test_distributed_doc_snippet_runs(backend):
+    namespace = _run_doc("distributed.md", backend, 1)
+    assert namespace["result"]["timesteps_executed"] >= 1000 and namespace["result"]["learner_updates"] > 0
+    assert len(namespace["per_worker"]) == 2 and namespace["more"]["timesteps_executed"] >= 200
+    assert namespace["resumed"].env_timesteps >= namespace["steps"] + 200

@@ -1,24 +1,37 @@
-"""Every shipped config compiles on both backends and acts in its environment."""
+"""Every shipped config compiles on both backends and acts in its environment; the distributed
+(Ape-X) configs also run a few hundred env steps through their executor, inline."""
 import glob
 import os
 
 import numpy as np
 import pytest
 
-from rlgraph.execution.training import make_agent_and_env, resolve_config
+from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
+from rlgraph.utils.specifiable import load_spec_file
 
 CONFIGS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "*.json")))
+DISTRIBUTED = [c for c in CONFIGS if is_distributed(load_spec_file(c))]
 # Smaller memories so that building does not allocate gigabytes.
 SMALL = ["memory_spec.capacity=256"]
+RAY = "execution_spec.ray_spec."
+# A distributed config, small and in this process: the replay, the batches, the actors. The rest
+# of its ray_spec is checked as shipped (the executor validates all of it).
+SMALL_DISTRIBUTED = [RAY + "executor_spec.mode=inline", RAY + "apex_replay_spec.memory_spec.capacity=256",
+                     RAY + "apex_replay_spec.min_sample_memory_size=32", RAY + "executor_spec.num_worker_samples=16",
+                     RAY + "executor_spec.num_sample_workers=2", RAY + "executor_spec.num_replay_workers=1",
+                     RAY + "worker_spec.num_worker_environments=1", "update_spec.batch_size=8"]
 
 
 def test_the_expected_configs_ship():
     names = {os.path.basename(c) for c in CONFIGS}
-    assert {"dqn_cartpole.json", "dqn_cartpole_tf.json", "dqn_gridworld_4x4.json", "dqn_pong.json"} <= names
+    assert {"dqn_cartpole.json", "dqn_cartpole_tf.json", "dqn_gridworld_4x4.json", "dqn_pong.json",
+            "apex_cartpole.json", "apex_pong.json"} <= names
+    assert {os.path.basename(c) for c in DISTRIBUTED} == {"apex_cartpole.json", "apex_pong.json"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=os.path.basename)
 def test_config_builds_and_acts(config, backend):
+    """(For a distributed config: the learner's agent, as `rlgraph evaluate` builds it.)"""
     resolved = resolve_config(config, backend=backend, overrides=SMALL)
     agent, env_spec = make_agent_and_env(resolved)
     from rlgraph.environments import Environment
@@ -32,3 +45,16 @@ def test_config_builds_and_acts(config, backend):
     assert agent.memory_size() == 1
     env.terminate()
     agent.terminate()
+
+
+@pytest.mark.parametrize("config", DISTRIBUTED, ids=os.path.basename)
+def test_distributed_config_runs_inline(config, backend):
+    from rlgraph.execution.ray import ApexExecutor
+    resolved = resolve_config(config, backend=backend, num_timesteps=300, seed=1, overrides=SMALL_DISTRIBUTED)
+    assert is_distributed(resolved)
+    agent_config = {k: v for k, v in resolved.items() if k not in ("environment_spec", "training_spec")}
+    with ApexExecutor(resolved["environment_spec"], agent_config) as executor:
+        result = executor.execute_workload({"num_timesteps": 300})
+        assert result["timesteps_executed"] >= 300 and result["restarts"] == 0
+        assert sum(result["replay_sizes"]) > 32 and result["learner_updates"] > 0
+        assert executor.local_agent.backend == backend

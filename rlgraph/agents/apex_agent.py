@@ -41,6 +41,14 @@ class ApexAgent(DQNAgent):
         _, _, td_errors = self.get_td_loss(records)
         return np.abs(np.asarray(td_errors, dtype=np.float32))
 
+    def get_acting_weights(self) -> dict:
+        """What a sample worker needs (global variable name -> numpy array): the policy's weights
+        and the target network's (its initial priorities |TD error| read both)."""
+        weights = self.get_weights()
+        prefix = self.root_component.target_policy.global_scope + "/"
+        weights.update({k: v for k, v in self._executor().get_weights().items() if k.startswith(prefix)})
+        return weights
+
     def learn_from_batch(self, batch: dict, time_percentage: Optional[float] = None) -> tuple:
         """One update from a sampled batch; syncs the target network as `update` does.
 

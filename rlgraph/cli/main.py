@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config value")
     train.add_argument("--output-dir", help="where logs and checkpoints go (default: runs/<config>-<backend>-<time>)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--ray-address", metavar="HOST:PORT",
+                       help="Ray cluster of a distributed (Ape-X) config (default: its redis_address, else a "
+                            "Ray started here)")
     evaluate = commands.add_parser("evaluate", help="evaluate a saved agent")
     evaluate.add_argument("checkpoint", help="a checkpoint directory written by `rlgraph train`")
     evaluate.add_argument("--episodes", type=int, default=10, help="number of greedy episodes")
@@ -73,10 +76,13 @@ def _train(args) -> int:
         backend = normalize_backend(config.get("backend") or default_backend())
         name = os.path.splitext(os.path.basename(args.config))[0]
         output_dir = os.path.join("runs", f"{name}-{backend}-{time.strftime('%Y%m%d-%H%M%S')}")
-    summary = train(config, output_dir=output_dir, progress=not args.no_progress)
+    summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address)
     evaluations = ", ".join(f"{step}: {value:.1f}" for step, value in summary["evaluations"]) or "none"
     print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
           f"{summary['wall_time']:.1f} s ({summary['env_frames_per_second']:.0f} steps/s) on {summary['backend']}.")
+    if "mean_policy_lag" in summary:  # A distributed run.
+        print(f"learner: {summary['num_updates']} updates ({summary['updates_per_second']:.0f}/s), mean policy lag "
+              f"{summary['mean_policy_lag']:.1f} updates, {summary['restarts']} actor restarts.")
     print(f"evaluations (step: mean return): {evaluations}")
     if summary["solved"]:
         print(f"reached the target return at step {summary['solved_at_step']}.")
@@ -87,14 +93,15 @@ def _train(args) -> int:
 
 def _evaluate(args) -> int:
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
     config_file = os.path.join(args.checkpoint, "config.json")
     if not os.path.isfile(config_file):
         raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=args.checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
     config = resolve_config(config_file, env=args.env)
-    agent, env_spec = make_agent_and_env(config)
-    agent.load_model(args.checkpoint)
+    agent, env_spec = make_agent_and_env(config)  # (A distributed config: its learner's agent.)
+    # A distributed run's checkpoint holds the learner's agent in learner/ (next to its replay shards).
+    agent.load_model(os.path.join(args.checkpoint, "learner") if is_distributed(config) else args.checkpoint)
     worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=args.seed)
     result = worker.evaluate(args.episodes, config["training_spec"]["max_timesteps_per_episode"])
     returns = result["episode_returns"]

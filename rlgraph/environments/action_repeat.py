@@ -21,7 +21,7 @@ class ActionRepeatEnv(Environment):
 
     >>> env = ActionRepeatEnv({"type": "grid-world", "world": "2x2"}, repeat=2)
     >>> _ = env.reset()
-    >>> state, reward, terminal, info = env.step(1)  # "down" into the hole: the first inner step ends it
+    >>> state, reward, terminal, info = env.step(1)  # "right" into the hole: the first inner step ends it
     >>> reward, terminal
     (-1.0, True)
     """

@@ -8,6 +8,9 @@ A config file holds the agent spec plus two run sections that `Agent.from_spec` 
 A run writes into `output_dir`: config.json (the resolved config), episodes.csv (every training
 episode), evaluations.csv, TensorBoard event files, checkpoints/ (every `checkpoint_interval`
 steps and "final"), and learning_curve.png.
+
+A config whose `execution_spec` holds a `ray_spec` is a distributed (Ape-X) run: `train` hands
+it to `rlgraph.execution.distributed_training`, which writes the same files (docs/distributed.md).
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, Iterable, Optional
+from functools import partial
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence
 
 from rlgraph.agents.specs import check_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
@@ -81,10 +85,22 @@ def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, 
     return config
 
 
+def is_distributed(config: dict) -> bool:
+    """Whether a config runs on a distributed executor (its execution_spec holds a ray_spec)."""
+    return "ray_spec" in (config.get("execution_spec") or {})
+
+
 def make_agent_and_env(config: dict):
-    """(agent, environment spec) for a resolved config."""
+    """(agent, environment spec) for a resolved config.
+
+    For a distributed config the agent is the one its learner runs (see
+    `distributed_training.learner_config`), e.g. to load an Ape-X checkpoint's `learner/`.
+    """
     from rlgraph.agents import Agent
     from rlgraph.environments import Environment
+    if is_distributed(config):
+        from rlgraph.execution.distributed_training import learner_config
+        config = learner_config(config)
     env_spec = config["environment_spec"]
     probe = Environment.from_spec(env_spec)
     state_space, action_space = probe.state_space, probe.action_space
@@ -96,8 +112,11 @@ def make_agent_and_env(config: dict):
 
 def train(config: Any, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
           seed: Optional[int] = None, overrides: Iterable[str] = (), output_dir: Optional[str] = None,
-          progress: bool = True) -> Dict[str, Any]:
+          progress: bool = True, ray_address: Optional[str] = None) -> Dict[str, Any]:
     """Trains an agent as its config says; see the module docstring for what is written.
+
+    A config with `execution_spec.ray_spec` runs on its distributed executor
+    (`distributed_training.train_distributed`); any other in one `SingleThreadedWorker`.
 
     Args:
         config: A config file path or dict (agent spec + environment_spec + training_spec).
@@ -108,13 +127,27 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
         overrides: "key.path=value" strings applied to the config first.
         output_dir: Where to write logs and checkpoints (None: nothing is written).
         progress: Show a tqdm progress bar.
+        ray_address: The Ray cluster of a distributed run ("host:port"; overrides
+            `ray_spec.executor_spec.redis_address`).
 
     Returns:
         A summary: solved, solved_at_step, evaluations [(step, mean return)], best_evaluation,
         timesteps, episodes, wall_time, env_frames_per_second, output files.
+
+    Raises:
+        RLGraphSpecError: For an invalid config, or a `ray_address` with a config that is not
+            distributed.
     """
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+    if is_distributed(config):
+        from rlgraph.execution.distributed_training import train_distributed
+        return train_distributed(config, output_dir=output_dir, progress=progress, ray_address=ray_address)
+    if ray_address is not None:
+        raise RLGraphSpecError("a Ray address needs a distributed config", where="train(ray_address, --ray-address)",
+                               expected="a config with execution_spec.ray_spec (e.g. configs/apex_cartpole.json)",
+                               received=f"{ray_address!r} with agent type {config.get('type')!r} and no ray_spec",
+                               hint="drop --ray-address to train in this process, or train an Ape-X config.")
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
     start = time.perf_counter()
@@ -124,8 +157,8 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
     if spec["evaluation_interval"]:
         evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
                                          seed=None if seed is None else seed + 10_000)
-    logs = _RunLogs(output_dir, config) if output_dir else None
-    bar = _progress_bar(spec["num_timesteps"], progress)
+    logs = RunLogs(output_dir, config) if output_dir else None
+    bar = progress_bar(spec["num_timesteps"], progress)
     evaluations, steps, episodes, solved_at = [], 0, 0, None
     next_eval = spec["evaluation_interval"] or math.inf
     next_checkpoint = spec["checkpoint_interval"] or math.inf
@@ -152,7 +185,7 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
                     solved_at = steps
             if logs and steps >= next_checkpoint:
                 next_checkpoint += spec["checkpoint_interval"]
-                logs.checkpoint(agent, f"step-{steps}")
+                logs.checkpoint(f"step-{steps}", partial(agent.store_model, add_timestep=False))
             if bar is not None:
                 bar.update(stats["timesteps_executed"])
                 bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}",
@@ -170,7 +203,7 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
     }
     summary["env_frames_per_second"] = steps / summary["wall_time"]
     if logs:
-        summary.update(logs.finish(agent))
+        summary.update(logs.finish(partial(agent.store_model, add_timestep=False)))
     worker.terminate()
     if evaluator is not None:
         evaluator.terminate()
@@ -178,14 +211,14 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
     return summary
 
 
-def _progress_bar(total: int, enabled: bool):
+def progress_bar(total: int, enabled: bool):
     if not enabled:
         return None
     from tqdm import tqdm
     return tqdm(total=total, unit="step", dynamic_ncols=True)
 
 
-class _RunLogs:
+class RunLogs:
     """The files of a run: config.json, CSVs, TensorBoard events, checkpoints, the PNG curve."""
 
     def __init__(self, output_dir: str, config: dict):
@@ -203,17 +236,25 @@ class _RunLogs:
         self.curve_steps, self.curve_returns, self.episode_count = [], [], 0
 
     def log_chunk(self, stats: dict, agent: Any) -> None:
-        for step, ret, length in zip(stats["episode_end_steps"], stats["episode_returns"], stats["episode_lengths"]):
+        """A `SingleThreadedWorker` chunk: its episodes and scalars."""
+        self.log_episodes(stats["episode_end_steps"], stats["episode_returns"], stats["episode_lengths"])
+        scalars = {"train/loss": stats["mean_loss"]} if stats["num_updates"] else {}
+        scalars.update({"train/env_frames_per_second": stats["env_frames_per_second"],
+                        "train/time_percentage": agent.time_percentage()})
+        self.log_scalars(stats["total_timesteps"], scalars)
+
+    def log_episodes(self, steps: Sequence[int], returns: Sequence[float], lengths: Sequence[Any]) -> None:
+        """One episodes.csv row and TensorBoard point per episode (a length may be None: unknown)."""
+        for step, ret, length in zip(steps, returns, lengths):
             self.episode_count += 1
             self.episodes.log({"step": step, "episode": self.episode_count, "return": ret, "length": length})
             self.tensorboard.add_scalar("train/episode_return", ret, step)
             self.curve_steps.append(step)
             self.curve_returns.append(ret)
-        step = stats["total_timesteps"]
-        if stats["num_updates"]:
-            self.tensorboard.add_scalar("train/loss", stats["mean_loss"], step)
-        self.tensorboard.add_scalar("train/env_frames_per_second", stats["env_frames_per_second"], step)
-        self.tensorboard.add_scalar("train/time_percentage", agent.time_percentage(), step)
+
+    def log_scalars(self, step: int, scalars: Dict[str, float]) -> None:
+        for name, value in scalars.items():
+            self.tensorboard.add_scalar(name, value, step)
         self.tensorboard.flush()
 
     def log_evaluation(self, step: int, result: dict) -> None:
@@ -221,15 +262,16 @@ class _RunLogs:
                               "min_return": result["min_episode_return"], "max_return": result["max_episode_return"]})
         self.tensorboard.add_scalar("eval/mean_return", result["mean_episode_return"], step)
 
-    def checkpoint(self, agent: Any, name: str) -> str:
-        path = agent.store_model(os.path.join(self.output_dir, "checkpoints", name), add_timestep=False)
+    def checkpoint(self, name: str, store: Callable[[str], str]) -> str:
+        """checkpoints/`name`: what `store(path)` writes there, plus the run's config.json."""
+        path = store(os.path.join(self.output_dir, "checkpoints", name))
         with open(os.path.join(path, "config.json"), "w") as handle:
             json.dump(self.config, handle, indent=2, default=str)
         return path
 
-    def finish(self, agent: Any) -> Dict[str, str]:
+    def finish(self, store: Callable[[str], str]) -> Dict[str, str]:
         from rlgraph.utils.run_logs import plot_learning_curve
-        checkpoint = self.checkpoint(agent, "final")
+        checkpoint = self.checkpoint("final", store)
         self.tensorboard.close()
         self.episodes.close()
         self.evaluations.close()

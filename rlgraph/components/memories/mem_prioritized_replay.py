@@ -251,15 +251,7 @@ class MemPrioritizedReplay:
             RLGraphCheckpointError: A missing or damaged file, or one from a memory of another
                 capacity, alpha, epsilon or record space.
         """
-        where = f"{type(self).__name__}.load"
-        try:
-            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
-                         allow_pickle=False) as data:
-                values = {k: data[k] for k in data.files}
-        except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
-            raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
-                                         received=path) from None
-        state = _check_file(values, self, where)
+        values, state = self._read_file(path, f"{type(self).__name__}.load")
         if self.record_space is None:
             self._allocate(state["record_space"])
         for key, store in self.storage.items():
@@ -269,6 +261,27 @@ class MemPrioritizedReplay:
         self.index, self.size, self.max_priority = state["index"], state["size"], state["max_priority"]
         self.rng.set_state(("MT19937", values["rng_keys"], state["rng_position"], state["rng_has_gauss"],
                             state["rng_cached_gaussian"]))
+
+    def check_file(self, path: str) -> int:
+        """Reads and validates a `save` file as `load` would, without changing the memory.
+
+        Returns:
+            The number of records in the file.
+
+        Raises:
+            RLGraphCheckpointError: As `load`.
+        """
+        return self._read_file(path, f"{type(self).__name__}.check_file")[1]["size"]
+
+    def _read_file(self, path: str, where: str) -> tuple:
+        try:
+            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
+                         allow_pickle=False) as data:
+                values = {k: data[k] for k in data.files}
+        except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
+            raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
+                                         received=path) from None
+        return values, _check_file(values, self, where)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(capacity={self.capacity}, alpha={self.alpha}, beta={self.beta}, "

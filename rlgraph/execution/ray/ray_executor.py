@@ -133,8 +133,8 @@ class RayExecutor(metaclass=abc.ABCMeta):
 
         Returns:
             Statistics: runtime, timesteps_executed, env_frames, ops_per_second,
-            env_frames_per_second, updates, updates_per_second, episode returns and their
-            mean/min/max, per-report throughputs, policy lag, restarts, lost records.
+            env_frames_per_second, updates, updates_per_second, episode returns (and lengths) and
+            their mean/min/max, per-report throughputs, policy lag, restarts, lost records.
         """
         from rlgraph.agents.specs import check_positive_int, check_spec
         if self.terminated:
@@ -146,7 +146,8 @@ class RayExecutor(metaclass=abc.ABCMeta):
         report_interval = check_positive_int(workload["report_interval"], "report_interval", "workload")
         self._begin_workload(num_timesteps)
         start = time.monotonic()
-        totals: Dict[str, Any] = {"timesteps": 0, "env_frames": 0, "updates": 0, "episode_returns": []}
+        totals: Dict[str, Any] = {"timesteps": 0, "env_frames": 0, "updates": 0, "episode_returns": [],
+                                  "episode_lengths": []}
         reports = []
         while totals["timesteps"] < num_timesteps:
             report_start, report = time.monotonic(), {"timesteps": 0, "updates": 0}
@@ -160,6 +161,7 @@ class RayExecutor(metaclass=abc.ABCMeta):
                 totals["env_frames"] += step["env_frames"]
                 totals["updates"] += step["updates"]
                 totals["episode_returns"].extend(step["episode_returns"])
+                totals["episode_lengths"].extend(step.get("episode_lengths", ()))
             seconds = max(time.monotonic() - report_start, 1e-9)
             reports.append({"seconds": seconds, "timesteps_per_second": report["timesteps"] / seconds,
                             "updates_per_second": report["updates"] / seconds})
@@ -174,7 +176,7 @@ class RayExecutor(metaclass=abc.ABCMeta):
             "runtime": runtime, "timesteps_executed": totals["timesteps"], "env_frames": totals["env_frames"],
             "ops_per_second": totals["timesteps"] / runtime, "env_frames_per_second": totals["env_frames"] / runtime,
             "updates": totals["updates"], "updates_per_second": totals["updates"] / runtime,
-            "episode_returns": returns, "episodes": len(returns),
+            "episode_returns": returns, "episode_lengths": totals["episode_lengths"], "episodes": len(returns),
             "mean_episode_return": float(np.mean(returns)) if returns else float("nan"),
             "min_episode_return": float(np.min(returns)) if returns else float("nan"),
             "max_episode_return": float(np.max(returns)) if returns else float("nan"),

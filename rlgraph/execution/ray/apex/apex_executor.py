@@ -7,6 +7,7 @@ import math
 import os
 import queue
 import tempfile
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -20,6 +21,9 @@ from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedEr
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
+
+# The learner's agent keeps no replay of its own: the shards hold it.
+LEARNER_MEMORY_SPEC = {"type": "mem-prioritized-replay", "capacity": 1}
 
 
 @dataclass
@@ -99,7 +103,8 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self.discarded = 0
         self.records_lost = 0
         self.weight_syncs = 0
-        self.policy_lags: List[int] = []
+        self.policy_lags: deque = deque(maxlen=10000)  # Of the latest sample tasks.
+        self.episode_lengths: deque = deque(maxlen=10000)
         self._weights = (-1, None)  # (version, future of the weights dict)
         self._tmpdir = None
         self.workers: List[_Worker] = []
@@ -123,9 +128,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
             not isinstance(self.environment_spec, (dict, str)) else Environment.from_spec(self.environment_spec)
         self.state_space, self.action_space = env.state_space, env.action_space
         env.terminate()
-        learner_config = copy.deepcopy(self.agent_config)
-        learner_config["memory_spec"] = {"type": "mem-prioritized-replay", "capacity": 1}  # Replay is in the shards.
-        self.local_agent = Agent.from_spec(learner_config, state_space=self.state_space,
+        self.local_agent = Agent.from_spec(self.learner_config(self.agent_config), state_space=self.state_space,
                                            action_space=self.action_space)
         if not isinstance(self.local_agent, ApexAgent):
             raise RLGraphSpecError("ApexExecutor runs Ape-X agents", where="ApexExecutor(agent_config.type)",
@@ -154,6 +157,21 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         for worker in self.workers:
             self._send_weights(worker)
         # Sampling starts with the first workload, once the workers know the schedule horizon.
+
+    @staticmethod
+    def learner_config(agent_config: dict) -> dict:
+        """The learner agent's config for `agent_config` (with or without ray_spec): no ray_spec,
+        and a one-record python memory, since the replay lives in the shards. An agent built
+        from it (in any process) loads a checkpoint's `learner/` directory.
+
+        Raises:
+            RLGraphSpecError: For a malformed ray_spec.
+        """
+        from rlgraph.execution.ray.specs import split_ray_spec
+        config = split_ray_spec(agent_config)[0] if "ray_spec" in (agent_config.get("execution_spec") or {}) \
+            else copy.deepcopy(agent_config)
+        config["memory_spec"] = dict(LEARNER_MEMORY_SPEC)
+        return config
 
     def _seed(self) -> Optional[int]:
         return self.local_agent.execution_spec.get("seed")
@@ -198,7 +216,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
             version = self.learner.version
             if version == self._weights[0]:
                 return
-            weights = self.local_agent.get_weights()
+            weights = self.local_agent.get_acting_weights()
         self._weights = (version, self.actors.put(weights))
 
     def _send_weights(self, worker: _Worker) -> None:
@@ -260,13 +278,15 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
     def _learn_inline(self) -> None:
         """Inline mode: learns at DQN's cadence, `update_steps` updates per `update_interval` env
         steps collected once the shards can be sampled (on Ray the learner runs as fast as it can)."""
-        ready = [s for s in self.shards if s.size >= self.shard_min_size]
-        if not ready:
+        if not any(s.size >= self.shard_min_size for s in self.shards):
             self._inline_learning_start = self.env_timesteps
             return
         spec = self.local_agent.update_spec
         due = (self.env_timesteps - self._inline_learning_start) // spec["update_interval"] * spec["update_steps"]
         while self._inline_updates < due:
+            ready = [s for s in self.shards if s.size >= self.shard_min_size]  # (A restart replaces a shard.)
+            if not ready:
+                return
             shard = ready[self._inline_updates % len(ready)]
             self._inline_updates += 1
             self._on_sampled_batch(shard, self.actors.call(shard.handle, "sample"), own=False)
@@ -280,7 +300,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                 from self.learner.error
 
     def _on_worker_result(self, worker: _Worker, task: tuple, result: dict) -> None:
-        if task not in worker.tasks:
+        if self.workers[worker.index] is not worker or task not in worker.tasks:
             return  # From a worker replaced since.
         worker.tasks.remove(task)
         meta_ref, batch_ref = task
@@ -299,9 +319,11 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self.env_frames += meta["env_frames"]
         self.local_agent.timesteps = self.env_timesteps  # Target syncs and schedules count env steps.
         self.policy_lags.append(self.learner.version - meta["version"])
+        self.episode_lengths.extend(meta["episode_lengths"])
         result["timesteps"] += meta["timesteps"]
         result["env_frames"] += meta["env_frames"]
         result["episode_returns"].extend(meta["episode_returns"])
+        result.setdefault("episode_lengths", []).extend(meta["episode_lengths"])
         worker.steps_since_sync += meta["timesteps"]
         worker.timesteps += meta["timesteps"]
         if worker.steps_since_sync >= self.executor_spec["weight_sync_steps"]:
@@ -313,6 +335,8 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self._submit_samples(worker)
 
     def _on_sampled_batch(self, shard: _Shard, task: Any, own: bool = True) -> None:
+        if self.shards[shard.index] is not shard:
+            return
         if own:
             if task not in shard.sample_tasks:
                 return
@@ -344,7 +368,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                 self._return_priorities()
 
     def _on_shard_call(self, shard: _Shard, task: tuple) -> None:
-        if task not in shard.other_tasks:
+        if self.shards[shard.index] is not shard or task not in shard.other_tasks:
             return
         shard.other_tasks.remove(task)
         future, kind, _ = task
@@ -375,6 +399,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
     def _restart_worker(self, worker: _Worker, error: BaseException) -> None:
         self._count_restart("sample worker", worker.index, error)
         self.actors.kill(worker.handle)
+        worker.tasks.clear()  # Its other calls fail too; they must not count as further deaths.
         fresh = self._make_worker(worker.index)
         fresh.timesteps = worker.timesteps
         self._set_worker_progress(fresh)
@@ -387,6 +412,8 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self._count_restart("replay shard", shard.index, error)
         self.actors.kill(shard.handle)
         in_flight = sum(records for _, kind, records in shard.other_tasks if kind == "add")
+        shard.sample_tasks.clear()  # Its other calls fail too; they must not count as further deaths.
+        shard.other_tasks.clear()
         fresh = self._make_shard(shard.index, restore=self.snapshot_dir is not None)
         fresh.generation = shard.generation + 1
         fresh.max_size = fresh.size
@@ -398,14 +425,17 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
 
     # --- Statistics -----------------------------------------------------------------------------
     def _workload_statistics(self) -> Dict[str, Any]:
-        lags = self.policy_lags[-10000:]
+        lags = list(self.policy_lags)
+        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
+        for shard, size in zip(self.shards, sizes):
+            shard.size, shard.max_size = size, max(shard.max_size, size)
         return {"total_timesteps": self.env_timesteps, "total_env_frames": self.env_frames,
                 "learner_updates": self.learner.version, "queue_inserts": self.queue_inserts,
                 "discarded": self.discarded, "weight_syncs": self.weight_syncs,
                 "mean_policy_lag": float(np.mean(lags)) if lags else float("nan"),
                 "max_policy_lag": int(np.max(lags)) if lags else 0,
-                "records_lost": self.records_lost, "replay_sizes": [s.size for s in self.shards],
-                "mean_loss": float(np.mean(self.learner.losses[-100:])) if self.learner.losses else float("nan"),
+                "records_lost": self.records_lost, "replay_sizes": sizes,
+                "mean_loss": float(np.mean(self.learner.losses)) if self.learner.losses else float("nan"),
                 "worker_pids": [w.pid for w in self.workers], "shard_pids": [s.pid for s in self.shards]}
 
     def result_by_worker(self, worker_index: Optional[int] = None) -> Dict[str, Any]:

@@ -71,29 +71,47 @@ class ApexCheckpoints:
         if state.get("num_replay_workers") != len(self.shards):
             raise RLGraphCheckpointError("the checkpoint has another number of replay shards", where=where,
                                          expected=len(self.shards), received=state.get("num_replay_workers"))
-        files = state.get("shard_files") or []
+        counters = {}
+        for key in ("env_timesteps", "env_frames", "learner_version", "records_lost", "restarts"):
+            value = state.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise RLGraphCheckpointError(f"{STATE_FILE} has a damaged '{key}'", where=where,
+                                             expected="an integer >= 0", received=repr(value))
+            counters[key] = value
+        steps = state.get("worker_timesteps", [])
+        if not isinstance(steps, list) or not all(isinstance(v, int) and v >= 0 for v in steps):
+            raise RLGraphCheckpointError(f"{STATE_FILE} has damaged 'worker_timesteps'", where=where,
+                                         expected="a list of integers >= 0", received=repr(steps))
+        files = state.get("shard_files")
+        if not isinstance(files, list) or len(files) != len(self.shards) or \
+                not all(f is None or (isinstance(f, str) and os.path.basename(f) == f) for f in files):
+            raise RLGraphCheckpointError(f"{STATE_FILE} has damaged 'shard_files'", where=where,
+                                         expected=f"{len(self.shards)} file names (or null)", received=repr(files))
         missing = [f for f in files if f is not None and not os.path.isfile(os.path.join(path, f))]
-        if len(files) != len(self.shards) or missing:
-            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing or files)
+        if missing:
+            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing)
+        paths = [None if name is None else os.path.abspath(os.path.join(path, name)) for name in files]
+        # Everything is read and checked before anything changes: the shards' files, then the
+        # learner's (its `load_model` checks before it writes).
+        self.actors.get([self.actors.call(shard.handle, "check", file) for shard, file in zip(self.shards, paths)
+                         if file is not None])
         with self.learner.lock:
             self.local_agent.load_model(os.path.join(path, "learner"))
-            self.learner.version = int(state["learner_version"])
-        for shard, name in zip(self.shards, files):
-            if name is not None:
-                shard.size = self.actors.get(self.actors.call(shard.handle, "load",
-                                                              os.path.abspath(os.path.join(path, name))))
-                shard.max_size = shard.size
-                shard.generation += 1  # Priorities of batches sampled before are dropped.
-                self._submit_sampling(shard)
-        self.env_timesteps = int(state["env_timesteps"])
-        self.env_frames = int(state["env_frames"])
+            self.learner.version = counters["learner_version"]
+        for shard, file in zip(self.shards, paths):
+            shard.size = self.actors.get(self.actors.call(shard.handle, "clear" if file is None else "load",
+                                                          *([] if file is None else [file])))
+            shard.max_size = shard.size
+            shard.generation += 1  # Priorities of batches sampled before are dropped.
+            self._submit_sampling(shard)
+        self.env_timesteps, self.env_frames = counters["env_timesteps"], counters["env_frames"]
+        self.records_lost, self.num_restarts = counters["records_lost"], counters["restarts"]
         self.local_agent.timesteps = self.env_timesteps
+        self._inline_learning_start, self._inline_updates = self.env_timesteps, 0  # No catch-up burst.
         self._weights = (-1, None)
         self._broadcast_weights()
-        steps = list(state.get("worker_timesteps") or [])
         for worker in self.workers:
-            worker.timesteps = int(steps[worker.index]) if worker.index < len(steps) else \
+            worker.timesteps = steps[worker.index] if worker.index < len(steps) else \
                 self.env_timesteps // len(self.workers)
             self._set_worker_progress(worker)
             self._send_weights(worker)
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from typing import Any, Optional
 
 
@@ -28,7 +29,7 @@ class LearnerThread(threading.Thread):
         self.outputs: "queue.Queue" = queue.Queue()
         self.lock = threading.Lock()
         self.version = 0
-        self.losses = []
+        self.losses: deque = deque(maxlen=100)  # The latest losses.
         self.update_time = 0.0
         self.error: Optional[BaseException] = None
         self._stop_event = threading.Event()

@@ -104,6 +104,15 @@ class ReplayShard:
         self.memory.load(path)
         return self.memory.get_size()
 
+    def check(self, path: str) -> int:
+        """Validates a memory file for `load` without changing anything; returns its size."""
+        return self.memory.check_file(path)
+
+    def clear(self) -> int:
+        """Forgets all records (a checkpoint with an empty shard); returns 0."""
+        self.memory.clear()
+        return 0
+
     def get_statistics(self) -> dict:
         return {"index": self.index, "size": self.memory.get_size(), "inserted": self.num_inserted,
                 "sampled_batches": self.num_sampled, "priority_updates": self.num_priority_updates,

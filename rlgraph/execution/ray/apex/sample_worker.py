@@ -83,7 +83,8 @@ def worker_agent_config(agent_config: dict, worker_spec: dict, index: int, num_w
     exploration = copy.deepcopy(config.get("exploration_spec") or {})
     decay = (exploration.get("epsilon_spec") or {}).get("decay_spec")
     epsilon_from = float(decay.get("from", decay.get("from_", 1.0))) if isinstance(decay, dict) else 1.0
-    epsilon = worker_epsilon(worker_spec, index, num_workers, np.random.RandomState(seed), epsilon_from)
+    epsilon = worker_epsilon(worker_spec, index, num_workers, np.random.RandomState(execution.get("seed")),
+                             epsilon_from)
     if epsilon is not None:
         epsilon_spec = dict(exploration.get("epsilon_spec") or {})
         if worker_spec["sample_exploration"] and isinstance(decay, dict):
@@ -164,7 +165,7 @@ class ApexSampleWorker:
         Returns:
             batch: {"records": a record [B] (or None if no transition completed yet),
                 "priorities": float32 [B] or None}; metadata: {"timesteps", "env_frames",
-                "episode_returns", "version", "worker_index", "num_records", "pid"}.
+                "episode_returns", "episode_lengths", "version", "worker_index", "num_records", "pid"}.
         """
         start = time.perf_counter()
         stats = self.worker.execute_timesteps(num_samples, reset=not self.started)
@@ -185,7 +186,8 @@ class ApexSampleWorker:
         self.stats["sample_time"] += time.perf_counter() - start
         meta = {"timesteps": stats["timesteps_executed"],
                 "env_frames": stats["timesteps_executed"] * self.frames_per_step,
-                "episode_returns": list(stats["episode_returns"]), "version": self.version,
+                "episode_returns": list(stats["episode_returns"]), "episode_lengths": list(stats["episode_lengths"]),
+                "version": self.version,
                 "worker_index": self.index, "num_records": 0 if records is None else len(records["rewards"]),
                 "pid": process_id()}
         return {"records": records, "priorities": priorities}, meta

@@ -1,0 +1,152 @@
+"""`train_distributed`: `rlgraph train` for configs with an `execution_spec.ray_spec` (Ape-X).
+
+`rlgraph.execution.training.train` hands such a config here. The run writes the files of a
+single-process run (see `training.py`):
+
+- episodes.csv: the workers' episodes as the executor reports them, in that order. `step` is
+  the number of env steps collected when the episode was reported (workers report once per
+  sample task of `num_worker_samples` steps).
+- evaluations.csv, TensorBoard scalars (also updates/s and policy lag), learning_curve.png.
+- checkpoints/<name>/: `ApexExecutor.store_checkpoint` (the learner's agent in `learner/`,
+  the replay shards, the executor's counters) plus the run's config.json. `rlgraph evaluate`
+  loads `learner/` into the agent `learner_config` describes.
+
+The executor runs in chunks of at most `log_interval` env steps (`execute_workload`). Between
+chunks the driver logs, evaluates greedily on the learner's agent (holding the learner's lock,
+so the learner thread waits) and writes checkpoints. The workers' tasks already in flight
+finish meanwhile; their steps count towards the next chunk.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, Optional
+
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+RUN_SECTIONS = ("environment_spec", "training_spec")
+
+
+def executor_class(config: dict) -> type:
+    """The distributed executor that runs `config["type"]`.
+
+    Raises:
+        RLGraphSpecError: For an agent type without a distributed executor.
+    """
+    from rlgraph.agents import Agent, ApexAgent
+    from rlgraph.execution.ray import ApexExecutor
+    executors = {ApexAgent: ApexExecutor}
+    agent_class = Agent.resolve_type(config.get("type"))
+    for cls, executor in executors.items():
+        if isinstance(agent_class, type) and issubclass(agent_class, cls):
+            return executor
+    raise RLGraphSpecError("this agent type has no distributed executor", where="train(execution_spec.ray_spec)",
+                           expected='"type": "apex" (Ape-X, ApexExecutor)', received=repr(config.get("type")),
+                           hint="remove execution_spec.ray_spec to train in one process.")
+
+
+def learner_config(config: dict) -> dict:
+    """The agent config of a distributed run's learner, built in one process: without
+    `execution_spec.ray_spec` and with the learner's memory (e.g. to load `<checkpoint>/learner`).
+
+    Raises:
+        RLGraphSpecError: For a malformed ray_spec.
+    """
+    from rlgraph.execution.ray import ApexExecutor
+    return ApexExecutor.learner_config(config)
+
+
+def train_distributed(config: dict, output_dir: Optional[str] = None, progress: bool = True,
+                      ray_address: Optional[str] = None) -> Dict[str, Any]:
+    """Trains a resolved distributed config (see `training.resolve_config`); see the module docstring.
+
+    Args:
+        config: The resolved config (agent spec with ray_spec + environment_spec + training_spec).
+        output_dir: Where to write logs and checkpoints (None: nothing is written).
+        progress: Show a tqdm progress bar.
+        ray_address: Overrides `ray_spec.executor_spec.redis_address`.
+
+    Returns:
+        The summary of `training.train`, plus num_updates (learner updates), updates_per_second,
+        mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
+    """
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    from rlgraph.execution.training import RunLogs, progress_bar
+    spec = config["training_spec"]
+    seed = config["execution_spec"].get("seed")
+    env_spec = config["environment_spec"]
+    agent_config = {k: v for k, v in config.items() if k not in RUN_SECTIONS}
+    start = time.perf_counter()
+    executor = executor_class(config)(env_spec, agent_config, ray_address=ray_address)
+    evaluator = bar = None
+    try:
+        agent = executor.local_agent
+        if spec["evaluation_interval"]:
+            evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
+                                             seed=None if seed is None else seed + 10_000)
+        logs = RunLogs(output_dir, config) if output_dir else None
+        bar = progress_bar(spec["num_timesteps"], progress)
+        evaluations, steps, episodes, solved_at, result = [], 0, 0, None, {}
+        next_eval = spec["evaluation_interval"] or math.inf
+        next_checkpoint = spec["checkpoint_interval"] or math.inf
+        last_return = float("nan")
+        while steps < spec["num_timesteps"] and solved_at is None:
+            chunk = min(spec["log_interval"], spec["num_timesteps"] - steps, max(1, next_eval - steps),
+                        max(1, next_checkpoint - steps))
+            result = executor.execute_workload({"num_timesteps": chunk, "report_interval": chunk})
+            steps += result["timesteps_executed"]
+            returns = result["episode_returns"]
+            episodes += len(returns)
+            last_return = returns[-1] if returns else last_return
+            if logs:
+                _log_workload(logs, result, steps, agent)
+            if steps >= next_eval:
+                next_eval = (steps // spec["evaluation_interval"] + 1) * spec["evaluation_interval"]
+                with executor.learner.lock:  # The learner thread updates this agent.
+                    evaluation = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
+                evaluations.append((steps, evaluation["mean_episode_return"]))
+                if logs:
+                    logs.log_evaluation(steps, evaluation)
+                target = spec["stop_at_return"]
+                if target is not None and evaluation["mean_episode_return"] >= target:
+                    solved_at = steps
+            if logs and steps >= next_checkpoint:
+                next_checkpoint = (steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
+                logs.checkpoint(f"step-{steps}", executor.store_checkpoint)
+            if bar is not None:
+                bar.update(result["timesteps_executed"])
+                bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}", updates=executor.learner.version,
+                                eval=f"{evaluations[-1][1]:.1f}" if evaluations else "-")
+        wall_time = time.perf_counter() - start
+        summary = {
+            "solved": solved_at is not None, "solved_at_step": solved_at, "evaluations": evaluations,
+            "best_evaluation": max((e[1] for e in evaluations), default=float("nan")), "timesteps": steps,
+            "episodes": episodes, "wall_time": wall_time, "env_frames_per_second": steps / wall_time,
+            "backend": agent.backend, "agent_timesteps": agent.timesteps, "num_updates": executor.learner.version,
+            "updates_per_second": executor.learner.version / wall_time,
+            "mean_policy_lag": result.get("mean_policy_lag", float("nan")), "restarts": executor.num_restarts,
+            "records_lost": executor.records_lost,
+            "executor_statistics": {k: v for k, v in result.items() if k != "episode_returns"},
+        }
+        if logs:
+            summary.update(logs.finish(executor.store_checkpoint))
+        return summary
+    finally:
+        if bar is not None:
+            bar.close()
+        if evaluator is not None:
+            evaluator.terminate()
+        executor.terminate()
+
+
+def _log_workload(logs: Any, result: dict, steps: int, agent: Any) -> None:
+    """One chunk's episodes and scalars (episodes carry the chunk's final step; see the module docstring)."""
+    returns = result["episode_returns"]
+    logs.log_episodes([steps] * len(returns), returns, result["episode_lengths"])
+    scalars = {"train/loss": result["mean_loss"]} if result["updates"] else {}
+    scalars.update({"train/env_frames_per_second": result["env_frames_per_second"],
+                    "train/updates_per_second": result["updates_per_second"],
+                    "train/time_percentage": agent.time_percentage()})
+    if not math.isnan(result["mean_policy_lag"]):
+        scalars["train/mean_policy_lag"] = result["mean_policy_lag"]
+    logs.log_scalars(steps, scalars)
