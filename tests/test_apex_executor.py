@@ -129,6 +129,13 @@ def _ray_config(**sections):
     return {"type": "apex", "n_step": 3, "discount": 0.9, "execution_spec": {"seed": 4, "ray_spec": sections}}
 
 
+def test_min_sample_memory_size_above_the_capacity_is_refused():
+    config = _ray_config(apex_replay_spec={"memory_spec": {"capacity": 64}, "min_sample_memory_size": 65})
+    with pytest.raises(RLGraphSpecError, match="min_sample_memory_size") as info:
+        split_ray_spec(config)
+    assert "do_updates" in info.value.hint
+
+
 def test_split_ray_spec_fills_defaults_and_leaves_the_input_alone():
     config = _ray_config(executor_spec={"num_sample_workers": 4, "mode": "inline"},
                          worker_spec={"execution_spec": {"torch_num_threads": 2}},
@@ -144,7 +151,8 @@ def test_split_ray_spec_fills_defaults_and_leaves_the_input_alone():
                                        execution_spec={"torch_num_threads": 2})
     memory = dict(MEMORY_SPEC_DEFAULTS, capacity=64, alpha=0.5)
     del memory["type"]  # Checked (a prioritized memory) and dropped: shards are always prioritized.
-    assert spec["apex_replay_spec"] == dict(APEX_REPLAY_SPEC_DEFAULTS, memory_spec=memory)
+    # min_sample_memory_size None -> 1000, but at most the capacity (64 here).
+    assert spec["apex_replay_spec"] == dict(APEX_REPLAY_SPEC_DEFAULTS, memory_spec=memory, min_sample_memory_size=64)
     # The returned sections are copies: changing them leaves the input and the defaults alone.
     spec["worker_spec"]["execution_spec"]["torch_num_threads"] = 8
     spec["executor_spec"]["num_sample_workers"] = 9
@@ -793,3 +801,16 @@ def test_apex_inline_learns_grid_world_2x2_q_table(backend):
         q = executor.local_agent.get_q_values(np.array([0, 2]))
         assert result["updates"] > 300
     np.testing.assert_allclose(q, [[0.81, -1.0, 0.9, 0.81], [0.81, 1.0, 0.9, 0.9]], atol=0.1)
+
+
+def test_update_rate_follows_the_update_spec(pytorch):
+    # Learning starts in the round where the shard first holds 16 records (round 1: 20 records);
+    # from then on 1 update per 4 env steps: 2 more rounds of 20 steps -> 10 updates. With
+    # do_updates false there are none, whatever the replay holds.
+    with _executor(_config(pytorch)) as executor:
+        _run(executor, 60)
+        assert executor.learner.version == 10
+    with _executor(_config(pytorch, update={"do_updates": False})) as executor:
+        result = _run(executor, 60)
+        assert executor.learner.version == result["updates"] == 0
+        assert result["replay_sizes"] == [60]

@@ -23,6 +23,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
                 "DQN on CartPole-v1 vs Stable-Baselines3 DQN, rl-zoo hyperparameters, alternating seeds"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
+    "apex": ("rlgraph.benchmarks.apex",
+             "Ape-X on Ray: env frames/s of 4 sample workers vs 1 (2 ms env), 1 worker vs SingleThreadedWorker"),
 }
 
 

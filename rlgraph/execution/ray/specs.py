@@ -58,7 +58,7 @@ WORKER_SPEC_DEFAULTS: Dict[str, Any] = {
 APEX_REPLAY_SPEC_DEFAULTS: Dict[str, Any] = {
     "memory_spec": None,               # capacity (over all shards), alpha, beta, epsilon
     "clip_rewards": False,             # workers observe rewards clipped to [-1, 1]
-    "min_sample_memory_size": 1000,    # records (over all shards) before learning starts
+    "min_sample_memory_size": None,    # records (over all shards) before learning starts (None: 1000 or the capacity)
     "n_step_adjustment": None,         # (the workers' n; kept for old configs)
     "snapshot_interval": 0,            # records inserted into a shard between its snapshots (0: none)
     "snapshot_directory": None,        # where shards write snapshots (None: a temporary directory)
@@ -158,8 +158,6 @@ def _check_values(spec: Dict[str, dict]) -> None:
         raise RLGraphSpecError("execution_spec must be a dict", where=f"{where}(execution_spec)",
                                received=repr(worker["execution_spec"]))
     where = "ray_spec.apex_replay_spec"
-    replay["min_sample_memory_size"] = check_positive_int(replay["min_sample_memory_size"],
-                                                          "min_sample_memory_size", where, minimum=0)
     replay["snapshot_interval"] = check_positive_int(replay["snapshot_interval"], "snapshot_interval", where,
                                                      minimum=0)
     memory = check_spec(replay["memory_spec"], MEMORY_SPEC_DEFAULTS, "memory_spec", where)
@@ -168,4 +166,13 @@ def _check_values(spec: Dict[str, dict]) -> None:
                                expected="mem-prioritized-replay", received=repr(memory["type"]))
     memory.pop("type")
     memory["capacity"] = check_positive_int(memory["capacity"], "memory_spec.capacity", where)
+    if replay["min_sample_memory_size"] is None:
+        replay["min_sample_memory_size"] = min(1000, memory["capacity"])
+    replay["min_sample_memory_size"] = check_positive_int(replay["min_sample_memory_size"],
+                                                          "min_sample_memory_size", where, minimum=0)
+    if replay["min_sample_memory_size"] > memory["capacity"]:
+        raise RLGraphSpecError("min_sample_memory_size exceeds the replay capacity: learning would never start",
+                               where=f"{where}(min_sample_memory_size)", expected=f"<= {memory['capacity']}",
+                               received=replay["min_sample_memory_size"],
+                               hint="to run without learning, set update_spec.do_updates to false.")
     replay["memory_spec"] = memory

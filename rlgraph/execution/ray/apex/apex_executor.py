@@ -7,7 +7,6 @@ import math
 import os
 import queue
 import tempfile
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -103,8 +102,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self.discarded = 0
         self.records_lost = 0
         self.weight_syncs = 0
-        self.policy_lags: deque = deque(maxlen=10000)  # Of the latest sample tasks.
-        self.episode_lengths: deque = deque(maxlen=10000)
+
         self._weights = (-1, None)  # (version, future of the weights dict)
         self._tmpdir = None
         self.workers: List[_Worker] = []
@@ -112,8 +110,9 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self.learner = None
         self.local_agent = None
         self._next_shard = 0
-        self._inline_learning_start = 0
-        self._inline_updates = 0
+        self._learning_start = 0      # Env steps when the shards first could be sampled.
+        self._batches_requested = 0   # Batches asked of the shards for the learner since then.
+        self._workload_lags: List[int] = []
         try:
             self._setup()
         except BaseException:
@@ -241,11 +240,27 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                                            num_returns=2)
             worker.tasks.append((meta, batch))
 
+    def _update_allowance(self) -> int:
+        """How many more batches the learner may get now: `update_steps` per `update_interval` env
+        steps collected since the shards could first be sampled, minus those already requested
+        (none with `update_spec.do_updates` false). Inline this is the learner's cadence; on Ray an
+        upper bound (the learner runs as fast as it can below it)."""
+        spec = self.local_agent.update_spec
+        if not spec["do_updates"]:
+            return 0
+        if not any(s.size >= self.shard_min_size for s in self.shards):
+            self._learning_start = self.env_timesteps
+            return 0
+        due = (self.env_timesteps - self._learning_start) // spec["update_interval"] * spec["update_steps"]
+        return due - self._batches_requested
+
     def _submit_sampling(self, shard: _Shard) -> None:
         if shard.size < self.shard_min_size or self.mode == "inline":  # (Inline: `_learn_inline` samples.)
             return
-        while len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"]:
+        while len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"] and \
+                self._update_allowance() > 0:
             shard.sample_tasks.append(self.actors.call(shard.handle, "sample"))
+            self._batches_requested += 1
 
     def _execute_step(self) -> Dict[str, Any]:
         self._check_learner()
@@ -271,6 +286,9 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                 self._on_shard_call(owner, task)
         if self.mode == "inline":
             self._learn_inline()
+        else:
+            for shard in self.shards:  # The allowance grows with the env steps collected.
+                self._submit_sampling(shard)
         self._return_priorities()
         result["updates"] = self.learner.version - version_before
         return result
@@ -278,17 +296,10 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
     def _learn_inline(self) -> None:
         """Inline mode: learns at DQN's cadence, `update_steps` updates per `update_interval` env
         steps collected once the shards can be sampled (on Ray the learner runs as fast as it can)."""
-        if not any(s.size >= self.shard_min_size for s in self.shards):
-            self._inline_learning_start = self.env_timesteps
-            return
-        spec = self.local_agent.update_spec
-        due = (self.env_timesteps - self._inline_learning_start) // spec["update_interval"] * spec["update_steps"]
-        while self._inline_updates < due:
+        while self._update_allowance() > 0:
             ready = [s for s in self.shards if s.size >= self.shard_min_size]  # (A restart replaces a shard.)
-            if not ready:
-                return
-            shard = ready[self._inline_updates % len(ready)]
-            self._inline_updates += 1
+            shard = ready[self._batches_requested % len(ready)]
+            self._batches_requested += 1
             self._on_sampled_batch(shard, self.actors.call(shard.handle, "sample"), own=False)
             self.learner.process()
             self._return_priorities()
@@ -318,8 +329,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         self.env_timesteps += meta["timesteps"]
         self.env_frames += meta["env_frames"]
         self.local_agent.timesteps = self.env_timesteps  # Target syncs and schedules count env steps.
-        self.policy_lags.append(self.learner.version - meta["version"])
-        self.episode_lengths.extend(meta["episode_lengths"])
+        self._workload_lags.append(self.learner.version - meta["version"])
         result["timesteps"] += meta["timesteps"]
         result["env_frames"] += meta["env_frames"]
         result["episode_returns"].extend(meta["episode_returns"])
@@ -425,7 +435,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
 
     # --- Statistics -----------------------------------------------------------------------------
     def _workload_statistics(self) -> Dict[str, Any]:
-        lags = list(self.policy_lags)
+        lags, self._workload_lags = self._workload_lags, []
         sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
         for shard, size in zip(self.shards, sizes):
             shard.size, shard.max_size = size, max(shard.max_size, size)
