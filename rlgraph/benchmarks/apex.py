@@ -11,14 +11,14 @@ process. Two measurements, side by side in one run:
    sample workers against 1 worker on `SleepyCartPole`, CartPole-v1 whose step sleeps 2 ms (a
    latency-bound env, as remote simulators are; the workers mostly sleep, so they scale on few
    cores). The learner runs (the replay holds 1,000 records before the timed part); on Ray it
-   learns as fast as it can, in this process, so on a small machine it takes CPU time from the
-   workers. `--learner-idle` adds both runs with the learner idle, for comparison (no target).
+   learns as fast as it can up to the config's cap (one update per `update_interval` env
+   steps), in this process, so on a small machine it takes CPU time from the workers. `--learner-idle` adds both runs with the learner idle, for comparison (no target).
 2. **Overhead** (target >= 0.8x): env frames/s of the executor with 1 sample worker on plain
    CartPole-v1 against the same agent config acting in `SingleThreadedWorker` in this process.
    Both act with exploration on the same number of envs and observe every transition (the
    executor's worker into its record buffer, then |TD| priorities and a replay-shard insert;
    the in-process agent into a prioritized replay of the shard's capacity); neither learns (the
-   executor's learner idles: its replay never reaches `min_sample_memory_size`).
+   executor's learner idles: `update_spec.do_updates` false).
 
 Build and actor start-up are not timed: each executor runs a warm-up workload after it is built,
 and an untimed workload of two sample tasks per worker before every timed one, so that each timed
