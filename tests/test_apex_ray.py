@@ -5,6 +5,10 @@ Each executor costs a few seconds (actors import their backend and build their a
 tests are few: a short workload per backend, a worker killed with SIGKILL mid-run, and actors
 that ask for more resources than the cluster has. The `ray start` cluster test is in
 tests/test_apex_ray_cluster.py (Ray is initialized once per process).
+
+The kill test runs on PyTorch only: restarts are the executor's bookkeeping, which does not
+depend on the backend, and `test_workload_on_ray` runs the Ray path on both backends (a TF run
+on Ray costs twice the time of a PyTorch one here).
 """
 import os
 import shutil

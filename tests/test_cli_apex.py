@@ -1,4 +1,6 @@
-"""`rlgraph train` / `rlgraph evaluate` on Ape-X configs: inline (both backends) and once on Ray."""
+"""`rlgraph train` / `rlgraph evaluate` on Ape-X configs: inline (both backends) and once on Ray
+(PyTorch: the training loop does not depend on the backend, and tests/test_apex_ray.py runs the
+executor on Ray with both)."""
 import csv
 import json
 import os

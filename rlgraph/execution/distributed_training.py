@@ -71,7 +71,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
         mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
     """
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    from rlgraph.execution.training import RunLogs, progress_bar
+    from rlgraph.execution.training import RunLogs, evaluate_greedily, progress_bar
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
     env_spec = config["environment_spec"]
@@ -103,13 +103,8 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             if steps >= next_eval:
                 next_eval = (steps // spec["evaluation_interval"] + 1) * spec["evaluation_interval"]
                 with executor.learner.lock:  # The learner thread updates this agent.
-                    evaluation = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
-                evaluations.append((steps, evaluation["mean_episode_return"]))
-                if logs:
-                    logs.log_evaluation(steps, evaluation)
-                target = spec["stop_at_return"]
-                if target is not None and evaluation["mean_episode_return"] >= target:
-                    solved_at = steps
+                    if evaluate_greedily(evaluator, spec, steps, logs, evaluations):
+                        solved_at = steps
             if logs and steps >= next_checkpoint:
                 next_checkpoint = (steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
                 logs.checkpoint(f"step-{steps}", executor.store_checkpoint)

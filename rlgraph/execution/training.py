@@ -176,12 +176,7 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
                 logs.log_chunk(stats, agent)
             if steps >= next_eval:
                 next_eval += spec["evaluation_interval"]
-                result = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
-                evaluations.append((steps, result["mean_episode_return"]))
-                if logs:
-                    logs.log_evaluation(steps, result)
-                target = spec["stop_at_return"]
-                if target is not None and result["mean_episode_return"] >= target:
+                if evaluate_greedily(evaluator, spec, steps, logs, evaluations):
                     solved_at = steps
             if logs and steps >= next_checkpoint:
                 next_checkpoint += spec["checkpoint_interval"]
@@ -209,6 +204,17 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
         evaluator.terminate()
     agent.terminate()
     return summary
+
+
+def evaluate_greedily(evaluator: Any, spec: dict, steps: int, logs: Any, evaluations: list) -> bool:
+    """The greedy evaluation of `training_spec` at env step `steps`: appends (steps, mean return)
+    to `evaluations`, logs it (if `logs`), and returns whether it reached `stop_at_return`."""
+    result = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
+    evaluations.append((steps, result["mean_episode_return"]))
+    if logs:
+        logs.log_evaluation(steps, result)
+    target = spec["stop_at_return"]
+    return target is not None and result["mean_episode_return"] >= target
 
 
 def progress_bar(total: int, enabled: bool):
