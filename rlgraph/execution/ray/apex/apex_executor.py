@@ -255,10 +255,11 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         return due - self._batches_requested
 
     def _submit_sampling(self, shard: _Shard) -> None:
-        if shard.size < self.shard_min_size or self.mode == "inline":  # (Inline: `_learn_inline` samples.)
+        if self.mode == "inline":  # (Inline: `_learn_inline` samples.)
             return
-        while len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"] and \
-                self._update_allowance() > 0:
+        # (The allowance is asked first: while no shard can be sampled it moves the learning start.)
+        while self._update_allowance() > 0 and shard.size >= self.shard_min_size and \
+                len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"]:
             shard.sample_tasks.append(self.actors.call(shard.handle, "sample"))
             self._batches_requested += 1
 
