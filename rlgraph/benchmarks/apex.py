@@ -12,7 +12,8 @@ process. Two measurements, side by side in one run:
    latency-bound env, as remote simulators are; the workers mostly sleep, so they scale on few
    cores). The learner runs (the replay holds 1,000 records before the timed part); on Ray it
    learns as fast as it can up to the config's cap (one update per `update_interval` env
-   steps), in this process, so on a small machine it takes CPU time from the workers. `--learner-idle` adds both runs with the learner idle, for comparison (no target).
+   steps), in this process, so on a small machine it takes CPU time from the workers.
+   `--learner-idle` adds both runs with the learner idle, for comparison (no target).
 2. **Overhead** (target >= 0.8x): env frames/s of the executor with 1 sample worker on plain
    CartPole-v1 against the same agent config acting in `SingleThreadedWorker` in this process.
    Both act with exploration on the same number of envs and observe every transition (the
@@ -32,13 +33,13 @@ finished while another contender ran would otherwise count as free frames). The 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import statistics
 import time
 from typing import Any, Dict, List, Optional
 
-from rlgraph.benchmarks.common import format_table, make_parser, select_backends, single_thread, write_results
+from rlgraph.benchmarks.common import (format_table, load_agent_spec, make_parser, select_backends, single_thread,
+                                      write_results)
 from rlgraph.environments import OpenAIGymEnv
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
@@ -79,13 +80,7 @@ APEX_CARTPOLE_SPEC = {
 def load_apex_spec(path: Optional[str] = None) -> tuple:
     """(Ape-X config without run sections, source): from `path`, else configs/apex_cartpole.json,
     else `APEX_CARTPOLE_SPEC`."""
-    from rlgraph.agents.agent import RUN_SECTIONS
-    path = path or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
-    if path is None:
-        return copy.deepcopy(APEX_CARTPOLE_SPEC), "built-in APEX_CARTPOLE_SPEC"
-    with open(path) as handle:
-        spec = json.load(handle)
-    return {k: v for k, v in spec.items() if k not in RUN_SECTIONS}, path
+    return load_agent_spec(path, CONFIG_FILE, APEX_CARTPOLE_SPEC, "APEX_CARTPOLE_SPEC")
 
 
 class SleepyCartPole(OpenAIGymEnv):

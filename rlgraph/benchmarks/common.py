@@ -69,12 +69,14 @@ def single_thread(backend: str) -> None:
             pass
 
 
-def load_agent_spec(path: Optional[str] = None) -> tuple:
-    """(agent spec dict, source): from `path`, else configs/dqn_cartpole.json, else the built-in spec."""
+def load_agent_spec(path: Optional[str] = None, config_file: str = CONFIG_FILE, builtin: Optional[dict] = None,
+                    builtin_name: str = "DQN_CARTPOLE_SPEC") -> tuple:
+    """(agent spec dict without run sections, source): from `path`, else `config_file` (default
+    configs/dqn_cartpole.json), else the built-in spec `builtin` (default `DQN_CARTPOLE_SPEC`)."""
     from rlgraph.agents.agent import RUN_SECTIONS
-    path = path or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
+    path = path or (config_file if os.path.isfile(config_file) else None)
     if path is None:
-        return copy.deepcopy(DQN_CARTPOLE_SPEC), "built-in DQN_CARTPOLE_SPEC"
+        return copy.deepcopy(DQN_CARTPOLE_SPEC if builtin is None else builtin), f"built-in {builtin_name}"
     with open(path) as handle:
         spec = json.load(handle)
     return {k: v for k, v in spec.items() if k not in RUN_SECTIONS}, path
