@@ -77,8 +77,12 @@ def load_agent_spec(path: Optional[str] = None, config_file: str = CONFIG_FILE, 
     path = path or (config_file if os.path.isfile(config_file) else None)
     if path is None:
         return copy.deepcopy(DQN_CARTPOLE_SPEC if builtin is None else builtin), f"built-in {builtin_name}"
-    with open(path) as handle:
-        spec = json.load(handle)
+    from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+    from rlgraph.utils.specifiable import load_spec_file
+    spec = load_spec_file(path)  # Within the spec-file limits (size, depth, YAML aliases).
+    if not isinstance(spec, dict):
+        raise RLGraphSpecError("a config must be a mapping", where=f"benchmark config {path!r}",
+                               expected="a JSON object or YAML mapping", received=type(spec).__name__)
     return {k: v for k, v in spec.items() if k not in RUN_SECTIONS}, path
 
 

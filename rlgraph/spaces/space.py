@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import abc
 import copy
+import inspect
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable
 
 RankFlag = Union[bool, int]
@@ -196,9 +197,36 @@ class Space(Specifiable, abc.ABC):
         pairs.append((scope, mapping(scope, self) if mapping is not None else self))
 
     def unflatten(self, flat: Any, custom_scope_separator: str = "/") -> Any:
-        """Rebuilds the nested structure of this space from an auto-key -> value mapping."""
-        from rlgraph.utils.nest import unflatten_op
-        return unflatten_op(flat, separator=custom_scope_separator)
+        """Rebuilds the nested structure of this space from an auto-key -> value mapping.
+
+        The structure comes from the space itself, not from the keys, so it round-trips exactly:
+        empty Dicts and Tuples (which have no leaves, hence no keys) come back too.
+
+        Args:
+            flat: Auto-key -> value for every leaf, as `flatten` gives them (keys with or without
+                the leading separator).
+            custom_scope_separator: The separator used in the keys.
+
+        Raises:
+            RLGraphSpaceError: If a leaf has no value in `flat` or `flat` has keys of no leaf.
+        """
+        used: list = []
+        out = self._unflatten(flat, custom_scope_separator, "", used)
+        if len(used) != len(flat):
+            raise RLGraphSpaceError(self, "keys that name no leaf of the space",
+                                    where=f"{type(self).__name__}.unflatten(flat)",
+                                    expected=list(self.flatten(custom_scope_separator=custom_scope_separator)),
+                                    received=sorted(set(map(str, flat)) - set(used)))
+        return out
+
+    def _unflatten(self, flat: Any, separator: str, scope: str, used: list) -> Any:
+        key = scope if scope in flat else scope[len(separator):]
+        if key not in flat:
+            raise RLGraphSpaceError(self, f"no value for the leaf {scope!r}",
+                                    where=f"{type(self).__name__}.unflatten(flat)", expected=f"a key {scope!r}",
+                                    received=f"keys {list(flat)}")
+        used.append(key)
+        return flat[key]
 
     # --- Variables ------------------------------------------------------------------------------
     def get_variable(self, name: Optional[str] = None, is_input_feed: bool = False, add_batch_rank: Optional[RankFlag] = None,
@@ -233,9 +261,17 @@ class Space(Specifiable, abc.ABC):
     # --- Specs ---------------------------------------------------------------------------------
     @classmethod
     def from_spec(cls, spec: Any = None, **kwargs) -> "Space":
-        """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict."""
+        """Creates a space from a spec; a list spec is a Tuple, a dict spec without "type" a Dict.
+
+        Raises:
+            RLGraphSpecError: For no spec at all (None without keyword arguments, on an abstract
+                class such as `Space`), an unknown type or a type that is not a `Space` class.
+        """
         if not kwargs and isinstance(spec, cls):
             return spec
+        if spec is None and not kwargs and inspect.isabstract(cls):
+            raise RLGraphSpecError("no space given", where=f"{cls.__name__}.from_spec", expected="a space or a space spec",
+                                   received="None", hint='e.g. {"type": "float-box", "shape": [4]} or IntBox(2).')
         from rlgraph.spaces.containers import Dict, Tuple
         if isinstance(spec, (list, tuple)) and not isinstance(spec, Space):
             return Tuple(list(spec), **kwargs)

@@ -7,6 +7,13 @@ normalisation (lower case; "-", "_", "." and spaces removed), so "float-box", "F
 
 Constructor keys are validated before the constructor runs: an unknown key raises an
 `RLGraphSpecError` that lists the valid keys and the closest match.
+
+A spec only ever constructs classes of its family (see `Specifiable.spec_family`): a dotted
+"type" such as "mypkg.layers.MyLayer" is imported (which runs that module's top-level code, as
+`import` would) and must name a subclass of the family's base class; a function or a class of
+another family (e.g. "os.system", "collections.OrderedDict") is refused before anything is
+called. Spec files are bounded (`MAX_SPEC_FILE_BYTES`, `MAX_SPEC_DEPTH`,
+`MAX_YAML_ALIAS_NODES`) and YAML is read with safe-load semantics (no python tags).
 """
 from __future__ import annotations
 
@@ -16,13 +23,22 @@ import importlib
 import inspect
 import json
 import os
-from typing import Any, Callable, Dict as DictT, Iterable, List, Optional, Tuple as TupleT
+from typing import Any, Callable, Dict as DictT, Iterable, List, NoReturn, Optional, Tuple as TupleT
 
 import yaml
 
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 _FILE_EXTENSIONS = (".json", ".yaml", ".yml")
+
+# Limits on spec text (files, `--set` values). The shipped configs are a few KB and nest five
+# levels, and a YAML anchor is worth reusing a handful of times; these bounds are far above that
+# and far below what exhausts memory or the recursion limit. They also bound the time: JSON at the
+# size limit parses in well under a second; PyYAML is pure python (tens of KB per second on a
+# busy machine), so a hostile YAML file at the size limit costs at most about a minute of CPU.
+MAX_SPEC_FILE_BYTES = 1024 * 1024  # Larger files are refused after reading this much.
+MAX_SPEC_DEPTH = 32  # Nesting levels of lists/dicts.
+MAX_YAML_ALIAS_NODES = 10000  # YAML nodes reached again through aliases (a "billion laughs" file needs billions).
 
 
 def normalize_type_name(name: str) -> str:
@@ -92,11 +108,28 @@ class Specifiable:
         return table
 
     @classmethod
+    def spec_family(cls) -> type:
+        """The base class whose subclasses a spec may construct: the nearest class from `cls` up
+        that declares its own `__lookup_classes__` (`Component`, `Space`, `Agent`, `Environment`,
+        `TimeDependentParameter`, ...), else the most basic `Specifiable` subclass of `cls`
+        (`GraphExecutor`, `GraphBuilder`)."""
+        chain = [k for k in cls.__mro__ if k is not Specifiable and issubclass(k, Specifiable)]
+        for klass in chain:
+            if "__lookup_classes__" in klass.__dict__:
+                return klass
+        return chain[-1] if chain else cls
+
+    @classmethod
     def resolve_type(cls, type_: Any) -> Callable:
-        """Turns a "type" hint (name, python type, dotted path, class or callable) into a constructor.
+        """Turns a "type" hint (name, python type, dotted path or class) into a constructor.
+
+        Names and python types come from the lookup table. A dotted path is imported (running the
+        module's top-level code, as `import` would) and, like a class object, must be a subclass of
+        `spec_family()`: a spec never calls a function or a class of another family.
 
         Raises:
-            RLGraphSpecError: If the hint names nothing known; the message lists the known names.
+            RLGraphSpecError: If the hint names nothing known (the message lists the known names),
+                or names something that is not a class of the family.
         """
         if type_ is None:
             return cls.__default_constructor__ or cls
@@ -106,7 +139,7 @@ class Specifiable:
             if key in table:
                 return table[key]
             if "." in type_.strip("."):
-                return _import_dotted(type_, cls)
+                return cls._check_family(_import_dotted(type_, cls), type_)
             names = sorted(k for k in cls.__lookup_classes__ if isinstance(k, str))
             guess = closest_match(key, [normalize_type_name(n) for n in names])
             guess_name = next((n for n in names if normalize_type_name(n) == guess), None)
@@ -119,10 +152,24 @@ class Specifiable:
                 return table[type_]
         except TypeError:
             pass
-        if callable(type_):
-            return type_
+        if inspect.isclass(type_):
+            return cls._check_family(type_, type_)
+        family = cls.spec_family()
         raise RLGraphSpecError("cannot use this as a type", where=f"{cls.__name__}.from_spec",
-                               expected="a type name, a dotted path, a class or a callable", received=repr(type_))
+                               expected=f"a type name, a dotted path or a subclass of {_qualified(family)}",
+                               received=repr(type_))
+
+    @classmethod
+    def _check_family(cls, found: Any, named: Any) -> type:
+        """`found` if it is a class of this family; else an error naming `named` and the family."""
+        family = cls.spec_family()
+        if inspect.isclass(found) and family in inspect.getmro(found):  # Real subclasses only, not ABC-registered ones.
+            return found
+        what = "a class of another family" if inspect.isclass(found) else f"not a class ({type(found).__name__})"
+        raise RLGraphSpecError(
+            f"the type in the spec is {what}", where=f"{cls.__name__}.from_spec",
+            expected=f"a subclass of {_qualified(family)}, or one of its type names", received=repr(named),
+            hint="a spec only constructs classes of its family; it never calls functions or other classes.")
 
     @classmethod
     def from_spec(cls, spec: Any = None, **kwargs) -> Any:
@@ -182,6 +229,10 @@ def construct(ctor: Callable, args: list, kwargs: dict) -> Any:
                 f"unknown key '{key}' in spec", where=name, expected="one of: " + ", ".join(sorted(names)),
                 received=", ".join(repr(k) for k in unknown),
                 hint=f"did you mean '{guess}'?" if guess else "remove the key.")
+    if inspect.isabstract(ctor):
+        raise RLGraphSpecError(f"{name} is abstract and cannot be built", where=name,
+                               expected=f"a \"type\" naming a concrete subclass of {name}",
+                               received=f"no type (keys {sorted(kwargs)})")
     try:
         inspect.signature(ctor).bind(*args, **kwargs)
     except TypeError as error:
@@ -200,8 +251,18 @@ def _signature_text(ctor: Callable) -> str:
         return "(...)"
 
 
-def _import_dotted(path: str, cls: type) -> Callable:
+def _qualified(klass: type) -> str:
+    return f"{klass.__module__}.{klass.__qualname__}"
+
+
+def _import_dotted(path: str, cls: type) -> Any:
+    """The attribute a "package.module.Name" path names (importing the module runs its top-level
+    code, exactly as `import package.module` would); the caller checks what it is."""
     module_name, _, attr = path.rpartition(".")
+    if not all(part.isidentifier() for part in path.split(".")):
+        raise RLGraphSpecError("malformed dotted path in spec", where=f"{cls.__name__}.from_spec",
+                               expected="'package.module.Class' (python identifiers joined by '.')",
+                               received=repr(path))
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as error:
@@ -211,24 +272,129 @@ def _import_dotted(path: str, cls: type) -> Callable:
 
 
 def load_spec_file(filename: str) -> Any:
-    """Reads a JSON or YAML spec file.
+    """Reads a JSON or YAML spec file (YAML with safe-load semantics: no python tags).
 
     Raises:
-        RLGraphSpecError: If the file is missing, has an unknown extension or cannot be parsed.
+        RLGraphSpecError: If the file is missing, has an unknown extension, cannot be parsed, is
+            larger than `MAX_SPEC_FILE_BYTES`, nests deeper than `MAX_SPEC_DEPTH` or (YAML)
+            reaches more than `MAX_YAML_ALIAS_NODES` nodes again through aliases.
     """
     path = os.path.expanduser(filename)
     if not os.path.isfile(path):
         raise RLGraphSpecError("spec file not found", where="from_file", received=repr(filename),
                                hint=f"paths are relative to the working directory ({os.getcwd()}).")
     lowered = path.lower()
+    if not lowered.endswith(_FILE_EXTENSIONS):
+        raise RLGraphSpecError("unknown spec file type", where="from_file",
+                               expected="a .json, .yaml or .yml file", received=repr(filename))
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_SPEC_FILE_BYTES + 1)  # Bounded even if the file grows meanwhile.
+    _check_size(len(data), repr(filename), "from_file")
     try:
-        with open(path, "r", encoding="utf-8") as handle:
-            if lowered.endswith(".json"):
-                return json.load(handle)
-            if lowered.endswith((".yaml", ".yml")):
-                return yaml.safe_load(handle)
+        text = data.decode("utf-8")
+        if lowered.endswith(".json"):
+            return load_json_text(text, repr(filename))
+        return load_yaml_text(text, repr(filename))
+    except RLGraphSpecError:
+        raise
     except (ValueError, yaml.YAMLError) as error:
         raise RLGraphSpecError("cannot parse spec file", where="from_file", received=repr(filename),
                                hint=str(error)) from None
-    raise RLGraphSpecError("unknown spec file type", where="from_file", expected="a .json, .yaml or .yml file",
-                           received=repr(filename))
+
+
+def load_json_text(text: str, source: str = "spec text", where: str = "from_file") -> Any:
+    """`json.loads(text)` within the spec limits (size and nesting depth).
+
+    Raises:
+        ValueError: (`json.JSONDecodeError`) If `text` is not JSON.
+        RLGraphSpecError: If `text` is too large or nests too deeply.
+    """
+    _check_size(len(text.encode("utf-8")), source, where)
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        _raise_too_deep(source, where)
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_SPEC_DEPTH:
+            _raise_too_deep(source, where)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def load_yaml_text(text: str, source: str = "spec text", where: str = "from_file") -> Any:
+    """`yaml.safe_load(text)` within the spec limits; the node graph is checked before any
+    Python object is built, so an alias or merge-key bomb is refused without being expanded.
+
+    Raises:
+        yaml.YAMLError: If `text` is not YAML, or uses a python tag.
+        RLGraphSpecError: If `text` is too large, nests too deeply or expands too far through aliases.
+    """
+    _check_size(len(text.encode("utf-8")), source, where)
+    loader = _BoundedSafeLoader(text)
+    loader.spec_source, loader.spec_where = source, where
+    try:
+        return loader.get_single_data()
+    except RecursionError:
+        _raise_too_deep(source, where)
+    finally:
+        loader.dispose()
+
+
+class _BoundedSafeLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that checks the composed node graph before constructing it."""
+
+    spec_source, spec_where = "spec text", "from_file"
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        # Stops deep nesting while composing: the scanner slows down with every open level.
+        self._depth += 1
+        try:
+            if self._depth > MAX_SPEC_DEPTH:
+                _raise_too_deep(self.spec_source, self.spec_where)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _check_yaml_nodes(node, self.spec_source, self.spec_where)
+        return node
+
+
+def _check_yaml_nodes(root: yaml.Node, source: str, where: str) -> None:
+    # Walks the graph as construction would expand it (an alias target is walked again at every
+    # use), stopping at the first node beyond the limits; a cyclic alias fails the depth limit.
+    seen, again = set(), 0
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SPEC_DEPTH:
+            _raise_too_deep(source, where)
+        if id(node) in seen:
+            again += 1
+            if again > MAX_YAML_ALIAS_NODES:
+                raise RLGraphSpecError("YAML aliases expand too far", where=where, received=source,
+                                       expected=f"at most {MAX_YAML_ALIAS_NODES} nodes reached through aliases",
+                                       hint="write the repeated parts out, or reuse fewer/smaller anchors.")
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((child, depth + 1) for pair in node.value for child in pair)
+
+
+def _check_size(num_bytes: int, source: str, where: str) -> None:
+    if num_bytes > MAX_SPEC_FILE_BYTES:
+        raise RLGraphSpecError("spec text too large", where=where, received=source,
+                               expected=f"at most {MAX_SPEC_FILE_BYTES} bytes (MAX_SPEC_FILE_BYTES)",
+                               hint="configs are small; keep data (weights, datasets) out of spec files.")
+
+
+def _raise_too_deep(source: str, where: str) -> NoReturn:
+    raise RLGraphSpecError("spec nests too deeply", where=where, received=source,
+                           expected=f"at most {MAX_SPEC_DEPTH} levels of lists/dicts (MAX_SPEC_DEPTH)") from None

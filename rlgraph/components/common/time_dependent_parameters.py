@@ -179,8 +179,9 @@ class TimeDependentParameter(Component):
 
     @classmethod
     def resolve_type(cls, type_: Any) -> Any:
-        """As `Specifiable.resolve_type`; a spec without "type" makes a `LinearDecay` (from the base
-        class) or the class `from_spec` was called on."""
+        """As `Specifiable.resolve_type` (a dotted path or class must be a `TimeDependentParameter`);
+        a spec without "type" makes a `LinearDecay` (from the base class) or the class `from_spec`
+        was called on."""
         if type_ is None:
             return LinearDecay if cls is TimeDependentParameter else cls
         return super().resolve_type(type_)
@@ -212,6 +213,10 @@ class Constant(TimeDependentParameter):
 
     def __init__(self, value: float = 0.0, scope: str = "constant", **kwargs):
         value = check_number(value, "value", type(self).__name__)
+        given = sorted(key.rstrip("_") for key in ("from_", "to_") if key in kwargs)
+        if given:  # A decay spec turned into a constant one: its end points would clash with `value`.
+            raise RLGraphSpecError(f"a constant has no {' or '.join(given)}", where=type(self).__name__,
+                                   expected="value", received=given, hint="give the constant as 'value'.")
         super().__init__(from_=value, to_=value, scope=scope, **kwargs)
         self.value = value
 
