@@ -1,7 +1,13 @@
 """Validation of the agents' sub-specs (`update_spec`, `observe_spec`, ...): defaults plus checks."""
 from __future__ import annotations
 
+import math
+import numbers
+import os
+import re
 from typing import Any, Dict, Optional
+
+import numpy as np
 
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.specifiable import closest_match
@@ -28,15 +34,30 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "max_timesteps": None,       # env steps that make time_percentage 1.0 (schedules)
     "mode": "single",
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
+    "nan_check": "raise",        # NaN/inf in observed data or a loss: "raise", "warn" (log once per field) or "off"
 }
+NAN_CHECK_MODES = ("raise", "warn", "off")
 # Keys of earlier rlgraph versions that are gone -> why (the hint of the unknown-key error).
 REMOVED_KEYS = {"torch_call_plans": "PyTorch's call plans are derived at build and always used (see "
                                     "docs/components.md); remove the key.",
                 "ray_spec": "the distributed executors read it (ApexExecutor, `rlgraph train`; see "
                             "docs/distributed.md) and take it out before they build agents; an agent "
                             "built directly runs in one process: remove the key."}
-SAVER_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "checkpoint_frequency": None, "max_checkpoints": None}
-SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {"directory": None, "summary_interval": 100}
+# Read by `rlgraph train` (rlgraph/execution/training.py) except saver_spec.directory, the default
+# path of `Agent.store_model`/`load_model`, and summary_regexp, which the graph builder applies.
+SAVER_SPEC_DEFAULTS: Dict[str, Any] = {
+    "directory": None,
+    "checkpoint_frequency": None,  # env steps between periodic checkpoints (training_spec.checkpoint_interval)
+    "max_checkpoints": None,       # periodic checkpoints kept (oldest deleted; None: all)
+}
+SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {
+    "directory": None,             # TensorBoard directory (None: <output dir>/tensorboard)
+    "summary_interval": 100,       # env steps between training-scalar points (0: every log chunk)
+    "summary_regexp": None,        # components' summaries whose name matches are recorded
+}
+UPDATE_MODES = ("time_steps",)     # Updates run every update_interval env steps.
+EXECUTION_MODES = ("single",)      # Distributed runs: execution_spec.ray_spec (docs/distributed.md).
+MAX_SEED = 2 ** 32 - 1             # numpy's RandomState takes seeds in [0, 2**32 - 1].
 
 
 def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner: str) -> Dict[str, Any]:
@@ -64,7 +85,139 @@ def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner:
 
 def check_positive_int(value: Any, name: str, owner: str, minimum: int = 1) -> int:
     """`value` as an int >= `minimum`, else an `RLGraphSpecError` naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < minimum:
-        raise RLGraphSpecError(f"{name} must be an integer >= {minimum}", where=f"{owner}({name})",
+    return check_number(value, name, owner, low=minimum, integer=True)
+
+
+def check_number(value: Any, name: str, owner: str, low: Optional[float] = None, high: Optional[float] = None,
+                 low_inclusive: bool = True, high_inclusive: bool = True, integer: bool = False,
+                 allow_none: bool = False, hint: Optional[str] = None) -> Any:
+    """`value` as an int (`integer`) or a float, after checking that it is a finite real number in range.
+
+    Integral floats pass as integers (JSON may write 100000 as 1e5); booleans, strings, NaN and
+    infinities never pass.
+
+    Args:
+        value: The value to check.
+        name: Its key path, e.g. "update_spec.sync_tau" (named in the message).
+        owner: The class or function that takes the spec (the error's `where` is "owner(name)").
+        low, high: The bounds (None: unbounded); `low_inclusive`/`high_inclusive` say whether
+            they belong to the range.
+        integer: Demand an integer.
+        allow_none: Let None through (returned as None).
+        hint: The error's hint.
+
+    Raises:
+        RLGraphSpecError: Naming `name`, the valid range and `value`.
+    """
+    if value is None and allow_none:
+        return None
+    valid = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and \
+        (isinstance(value, numbers.Integral) or math.isfinite(value))
+    if valid and integer:
+        valid = isinstance(value, numbers.Integral) or float(value).is_integer()
+    if valid and low is not None:
+        valid = value >= low if low_inclusive else value > low
+    if valid and high is not None:
+        valid = value <= high if high_inclusive else value < high
+    if not valid:
+        if low is not None and high is not None:
+            bounds = f" in {'[' if low_inclusive else '('}{low}, {high}{']' if high_inclusive else ')'}"
+        elif low is not None:
+            bounds = f" {'>=' if low_inclusive else '>'} {low}"
+        elif high is not None:
+            bounds = f" {'<=' if high_inclusive else '<'} {high}"
+        else:
+            bounds = ""
+        kind = "an integer" if integer else "a finite number"
+        raise RLGraphSpecError(f"{name} must be {kind}{bounds}{' or null' if allow_none else ''}",
+                               where=f"{owner}({name})", received=repr(value), hint=hint)
+    return int(value) if integer else float(value)
+
+
+def check_bool(value: Any, name: str, owner: str) -> bool:
+    """`value` if it is a boolean (Python or numpy), else an `RLGraphSpecError` naming `name`."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise RLGraphSpecError(f"{name} must be true or false", where=f"{owner}({name})", received=repr(value),
+                               hint="write a JSON/YAML boolean (true/false, no quotes)." if isinstance(value, str)
+                               else None)
+    return bool(value)
+
+
+def check_seed(value: Any, name: str, owner: str, allow_none: bool = True) -> Optional[int]:
+    """`value` as a seed: an integer in [0, 2**32 - 1] (numpy's range), or None (`allow_none`)."""
+    return check_number(value, name, owner, 0, MAX_SEED, integer=True, allow_none=allow_none,
+                        hint="numpy's random generators take 32-bit unsigned seeds.")
+
+
+def check_directory(value: Any, name: str, owner: str) -> Optional[str]:
+    """`value` as a path string (None passes), else an `RLGraphSpecError` naming `name`."""
+    if value is not None and (not isinstance(value, (str, os.PathLike)) or not os.fspath(value)):
+        raise RLGraphSpecError(f"{name} must be a directory path or null", where=f"{owner}({name})",
                                received=repr(value))
-    return int(value)
+    return None if value is None else os.fspath(value)
+
+
+# --- The values of each sub-spec (after `check_spec` filled in the defaults) ---------------------
+def check_update_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
+    """Checks (and normalizes, e.g. 64.0 -> 64) an `update_spec` in place; returns it."""
+    spec["do_updates"] = check_bool(spec["do_updates"], "update_spec.do_updates", owner)
+    spec["update_mode"] = check_choice(spec["update_mode"], UPDATE_MODES, "update_spec.update_mode", owner,
+                                       hint="updates run every update_interval env steps (no other mode exists).")
+    for key, low in (("update_interval", 1), ("steps_before_update", 0), ("batch_size", 1), ("sync_interval", 0),
+                     ("update_steps", 1)):
+        spec[key] = check_number(spec[key], f"update_spec.{key}", owner, low=low, integer=True)
+    spec["sync_tau"] = check_number(spec["sync_tau"], "update_spec.sync_tau", owner, 0, 1, low_inclusive=False,
+                                    hint="1 copies the policy into the target; smaller values average (Polyak).")
+    return spec
+
+
+def check_observe_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
+    """Checks an `observe_spec` in place; returns it."""
+    spec["buffer_enabled"] = check_bool(spec["buffer_enabled"], "observe_spec.buffer_enabled", owner)
+    spec["buffer_size"] = check_number(spec["buffer_size"], "observe_spec.buffer_size", owner, low=1, integer=True)
+    return spec
+
+
+def check_execution_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
+    """Checks an `execution_spec` in place (its keys but `nan_check`, checked where it is read); returns it."""
+    spec["seed"] = check_seed(spec["seed"], "execution_spec.seed", owner)
+    for key in ("torch_num_threads", "tf_num_threads", "max_timesteps"):
+        spec[key] = check_number(spec[key], f"execution_spec.{key}", owner, low=1, integer=True, allow_none=True)
+    spec["mode"] = check_choice(spec["mode"], EXECUTION_MODES, "execution_spec.mode", owner,
+                                hint="distributed runs have an execution_spec.ray_spec (docs/distributed.md).")
+    spec["torch_flush_denormal"] = check_bool(spec["torch_flush_denormal"], "execution_spec.torch_flush_denormal",
+                                              owner)
+    return spec
+
+
+def check_saver_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
+    """Checks a `saver_spec` in place; returns it."""
+    spec["directory"] = check_directory(spec["directory"], "saver_spec.directory", owner)
+    for key in ("checkpoint_frequency", "max_checkpoints"):
+        spec[key] = check_number(spec[key], f"saver_spec.{key}", owner, low=1, integer=True, allow_none=True)
+    return spec
+
+
+def check_summary_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
+    """Checks a `summary_spec` in place; returns it."""
+    spec["directory"] = check_directory(spec["directory"], "summary_spec.directory", owner)
+    spec["summary_interval"] = check_number(spec["summary_interval"], "summary_spec.summary_interval", owner, low=0,
+                                            integer=True)
+    regexp = spec["summary_regexp"]
+    if regexp is not None:
+        try:
+            re.compile(regexp)
+        except (TypeError, re.error) as error:
+            raise RLGraphSpecError(f"summary_spec.summary_regexp is not a regular expression ({error})",
+                                   where=f"{owner}(summary_spec.summary_regexp)", received=repr(regexp)) from None
+    return spec
+
+
+def check_choice(value: Any, choices: tuple, name: str, owner: str, hint: Optional[str] = None) -> Any:
+    """`value` if it is one of `choices`, else an `RLGraphSpecError` naming `name` and the choices
+    (with the closest one as the hint, else `hint`)."""
+    if isinstance(value, str) and value in choices:
+        return value
+    guess = closest_match(value, list(choices)) if isinstance(value, str) else None
+    raise RLGraphSpecError(f"{name} must be one of {list(choices)}", where=f"{owner}({name})", expected=list(choices),
+                           received=repr(value), hint=f"did you mean '{guess}'?" if guess else hint)

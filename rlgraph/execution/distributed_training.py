@@ -107,7 +107,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
                         solved_at = steps
             if logs and steps >= next_checkpoint:
                 next_checkpoint = (steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
-                logs.checkpoint(f"step-{steps}", executor.store_checkpoint)
+                logs.periodic_checkpoint(steps, executor.store_checkpoint)
             if bar is not None:
                 bar.update(result["timesteps_executed"])
                 bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}", updates=executor.learner.version,

@@ -85,6 +85,9 @@ class RingBuffer(Memory):
             raise RLGraphSpaceError(terminals, "the 'terminals' leaf must be a scalar bool or int", where=where,
                                     expected=expected, received=terminals)
 
+    def storage_bytes(self, record_space):
+        return super().storage_bytes(record_space) + 8 * (self.capacity + 1)  # The episode boundaries.
+
     def create_variables(self, input_spaces, action_space=None):
         super().create_variables(input_spaces, action_space)
         initial = np.full((self.capacity + 1,), -1, dtype=np.int64)

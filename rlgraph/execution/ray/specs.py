@@ -17,7 +17,7 @@ import copy
 import logging
 from typing import Any, Dict, Tuple
 
-from rlgraph.agents.specs import check_positive_int, check_spec
+from rlgraph.agents.specs import check_bool, check_directory, check_number, check_positive_int, check_seed, check_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -138,9 +138,17 @@ def _check_values(spec: Dict[str, dict]) -> None:
     executor["max_num_worker_restarts"] = check_positive_int(executor["max_num_worker_restarts"],
                                                              "max_num_worker_restarts", where, minimum=0)
     for key in ("num_cpus_per_worker", "num_gpus_per_worker", "num_cpus_per_replay_actor"):
-        value = executor[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise RLGraphSpecError(f"{key} must be a number >= 0", where=f"{where}({key})", received=repr(value))
+        executor[key] = check_number(executor[key], key, where, low=0)
+    executor["num_cpus"] = check_number(executor["num_cpus"], "num_cpus", where, low=0, low_inclusive=False,
+                                        allow_none=True)
+    executor["num_gpus"] = check_number(executor["num_gpus"], "num_gpus", where, low=0, allow_none=True)
+    executor["actor_start_timeout"] = check_number(executor["actor_start_timeout"], "actor_start_timeout", where,
+                                                   low=0, low_inclusive=False)
+    executor["discard_queued_samples"] = check_bool(executor["discard_queued_samples"], "discard_queued_samples",
+                                                    where)
+    if executor["redis_address"] is not None and not isinstance(executor["redis_address"], str):
+        raise RLGraphSpecError("redis_address must be a string or null", where=f"{where}(redis_address)",
+                               expected='"host:port" or "auto"', received=repr(executor["redis_address"]))
     if executor["mode"] not in ("ray", "inline"):
         raise RLGraphSpecError("unknown mode", where=f"{where}(mode)", expected=["ray", "inline"],
                                received=repr(executor["mode"]),
@@ -151,6 +159,12 @@ def _check_values(spec: Dict[str, dict]) -> None:
     if worker["n_step_adjustment"] is not None:
         worker["n_step_adjustment"] = check_positive_int(worker["n_step_adjustment"], "n_step_adjustment", where,
                                                          minimum=0)
+    for key in ("worker_executes_postprocessing", "worker_executes_exploration", "sample_exploration",
+                "ray_constant_exploration"):
+        worker[key] = check_bool(worker[key], key, where)
+    worker["exploration_min_value"] = check_number(worker["exploration_min_value"], "exploration_min_value", where,
+                                                   0, 1)
+    worker["seed"] = check_seed(worker["seed"], "seed", where)
     if worker["sample_exploration"] and worker["ray_constant_exploration"]:
         raise RLGraphSpecError("sample_exploration and ray_constant_exploration exclude each other",
                                where=where, received="both true")
@@ -160,12 +174,18 @@ def _check_values(spec: Dict[str, dict]) -> None:
     where = "ray_spec.apex_replay_spec"
     replay["snapshot_interval"] = check_positive_int(replay["snapshot_interval"], "snapshot_interval", where,
                                                      minimum=0)
+    replay["clip_rewards"] = check_bool(replay["clip_rewards"], "clip_rewards", where)
+    replay["snapshot_directory"] = check_directory(replay["snapshot_directory"], "snapshot_directory", where)
     memory = check_spec(replay["memory_spec"], MEMORY_SPEC_DEFAULTS, "memory_spec", where)
     if str(memory["type"]).replace("_", "-").lower() not in ("mem-prioritized-replay", "prioritized-replay"):
         raise RLGraphSpecError("Ape-X replay shards are prioritized memories", where=f"{where}(memory_spec.type)",
                                expected="mem-prioritized-replay", received=repr(memory["type"]))
     memory.pop("type")
     memory["capacity"] = check_positive_int(memory["capacity"], "memory_spec.capacity", where)
+    for key in ("alpha", "beta"):
+        memory[key] = check_number(memory[key], f"memory_spec.{key}", where, low=0)
+    memory["epsilon"] = check_number(memory["epsilon"], "memory_spec.epsilon", where, low=0, low_inclusive=False,
+                                     hint="a priority of 0 would give its record an infinite importance weight.")
     if replay["min_sample_memory_size"] is None:
         replay["min_sample_memory_size"] = min(1000, memory["capacity"])
     replay["min_sample_memory_size"] = check_positive_int(replay["min_sample_memory_size"],
