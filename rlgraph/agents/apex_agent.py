@@ -58,6 +58,9 @@ class ApexAgent(DQNAgent):
 
         Returns:
             (loss, loss_per_item [B], new priorities |TD error| [B] float32).
+
+        Raises:
+            RLGraphNonFiniteError: If the loss is NaN or inf (with `execution_spec.nan_check` "raise").
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         self._sync_target_if_due()
@@ -65,4 +68,5 @@ class ApexAgent(DQNAgent):
         loss, loss_per_item, td_errors = self._executor().execute(("update_from_external_batch",
                                                                    [records, weights, tp]))
         self.num_updates += 1
+        self._check_loss(loss, "learn_from_batch")
         return loss, loss_per_item, np.abs(np.asarray(td_errors, dtype=np.float32))

@@ -11,10 +11,11 @@ memory, the memory samples them, and `DQNCore` reads one in its loss.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from rlgraph.agents.data_checks import DataChecks, record_where
 from rlgraph.spaces import BoolBox, Dict, FloatBox, Space
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import closest_match
@@ -30,21 +31,26 @@ def record_space(state_space: Space, action_space: Space) -> Dict:
                 terminals=BoolBox(), next_states=state_space.strip_ranks(), add_batch_rank=True)
 
 
-def to_record(batch: Any, where: str, optional: Iterable[str] = ()) -> dict:
+def to_record(batch: Any, where: str, optional: Iterable[str] = (), checks: Optional[DataChecks] = None) -> dict:
     """The record in a user's `batch` dict, rewards as float32 and terminals as bool arrays.
 
     Args:
         batch: A dict with the `RECORD_KEYS` (and maybe some of `optional`, which are left out).
         where: The agent method and argument, for errors.
         optional: Further keys that `batch` may hold.
+        checks: The agent's `DataChecks`: also check the values against the spaces (shapes,
+            dtype kinds, action ranges, rewards and terminals, and NaN/inf as `observe` does).
 
     Returns:
         A new dict with exactly the `RECORD_KEYS`, in their order.
 
     Raises:
         RLGraphError: If `batch` is not a dict, lacks a record key or has an unknown key.
+        RLGraphSpaceError, RLGraphNonFiniteError: With `checks`, for values that fail them.
     """
     check_record_keys(batch, where, optional)
+    if checks is not None:
+        return checks.batch(batch, where=record_where(where))
     return {"states": batch["states"], "actions": batch["actions"],
             "rewards": np.asarray(batch["rewards"], np.float32), "terminals": np.asarray(batch["terminals"], bool),
             "next_states": batch["next_states"]}

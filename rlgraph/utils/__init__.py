@@ -1,11 +1,13 @@
 """Utilities: specs, errors, nesting, dtype helpers and numpy reference maths. No backend imports."""
 from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphBuildError, RLGraphCheckpointError,
-                                          RLGraphDistributedError, RLGraphError, RLGraphInputIncompleteError,
-                                          RLGraphObsoletedError, RLGraphSpaceError, RLGraphSpecError)
+                                          RLGraphDistributedError, RLGraphEnvError, RLGraphError,
+                                          RLGraphInputIncompleteError,
+                                          RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphSpaceError,
+                                          RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
 from rlgraph.utils.util import convert_dtype, force_list, force_tuple
 
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
-           "RLGraphCheckpointError", "RLGraphDistributedError", "Specifiable", "convert_dtype", "force_list",
-           "force_tuple"]
+           "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphNonFiniteError",
+           "Specifiable", "convert_dtype", "force_list", "force_tuple"]

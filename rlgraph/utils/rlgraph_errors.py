@@ -140,3 +140,28 @@ class RLGraphDistributedError(RLGraphError):
     """A distributed run cannot go on: Ray is missing or unreachable, an actor cannot start, the
     actors ask for more resources than the cluster has, or actors died more often than
     `max_num_worker_restarts` allows."""
+
+
+class RLGraphEnvError(RLGraphError):
+    """An environment raised in `step` or `reset` while a worker ran it. The message names the
+    environment, its index among the worker's environments and the worker's env step; the
+    environment's own exception is chained (`__cause__`).
+
+    Args:
+        message: What went wrong.
+        env_index: The index of the environment in its vector env (None: not known).
+        step: The worker's env step (1-based, counted over all its environments) that failed.
+    """
+
+    def __init__(self, message: str = "", *, env_index: Optional[int] = None, step: Optional[int] = None,
+                 **fields):
+        self.env_index = env_index
+        self.step = step
+        super().__init__(message, **fields)
+
+
+class RLGraphNonFiniteError(RLGraphError):
+    """A NaN or an infinity where a run cannot go on with one: in an observed state or reward, an
+    imported record, a loss, or weights handed to `set_weights`. The message names the field (or
+    variable), the index of the first non-finite element and the timestep or update number.
+    `execution_spec.nan_check` ("raise", "warn", "off") decides what the agent's checks do."""
