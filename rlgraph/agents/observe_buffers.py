@@ -6,6 +6,7 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional
 import numpy as np
 
 from rlgraph.utils.nest import map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphError
 
 
 class Transition(NamedTuple):
@@ -54,7 +55,12 @@ class ObserveBuffers:
         Returns:
             The transitions ready for the memory (possibly none).
         """
-        buffer = self.buffers.setdefault(env_id, [])
+        try:
+            buffer = self.buffers.setdefault(env_id, [])
+        except TypeError as error:  # An unhashable env_id (a list, a dict, an array).
+            raise RLGraphError("env_id must be hashable", where="observe(env_id)",
+                               expected="an int, a string or another hashable value",
+                               received=f"{type(env_id).__name__} {env_id!r}"[:120]) from error
         buffer.extend(transitions)
         if episode_end or transitions and transitions[-1].terminal:
             return self._flush(env_id, episode_over=True)

@@ -9,7 +9,7 @@ import numpy as np
 from rlgraph.environments.env_utils import resolve_seed
 from rlgraph.environments.environment import Environment
 from rlgraph.utils import nest
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError
 
 
 def _stack(items: List[Any]) -> Any:
@@ -150,7 +150,14 @@ class SequentialVectorEnv(VectorEnv):
         else:
             per_env = list(actions) if isinstance(actions, np.ndarray) else \
                 [nest.map_structure(lambda batch, i=i: batch[i], actions) for i in range(self.num_environments)]
-        results = [env.step(action) for env, action in zip(self.environments, per_env)]
+        results = []
+        for index, (env, action) in enumerate(zip(self.environments, per_env)):
+            try:
+                results.append(env.step(action))
+            except Exception as error:  # Any env failure: say which env, keep the original as the cause.
+                raise RLGraphEnvError(f"the environment raised {type(error).__name__}: {error}",
+                                      where=f"{env}.step(action)", env_index=index,
+                                      received=f"action {action!r} for env {index}") from error
         states, rewards, terminals, infos = zip(*results)
         return (_stack(list(states)), np.asarray(rewards, dtype=np.float32), np.asarray(terminals, dtype=bool),
                 list(infos))

@@ -8,7 +8,7 @@ import numpy as np
 
 from rlgraph.execution.hooks import Hook, StepData
 from rlgraph.utils.nest import batch_row, map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError
 
 
 class SingleThreadedWorker:
@@ -57,6 +57,8 @@ class SingleThreadedWorker:
         self._pending = None
         self._episode_returns = np.zeros(self.num_environments)
         self._episode_lengths = np.zeros(self.num_environments, dtype=np.int64)
+        # The statistics of the last `execute_*` call up to an env failure that cut it short (else None).
+        self.interrupted_stats: Optional[Dict[str, Any]] = None
 
     # --- Public API -----------------------------------------------------------------------------
     def execute_timesteps(self, num_timesteps: int, max_timesteps_per_episode: int = 0, use_exploration: bool = None,
@@ -112,6 +114,7 @@ class SingleThreadedWorker:
             self.last_update_timestep = agent.timesteps
         steps = episodes = 0
         returns, lengths, ends, losses = [], [], [], []
+        self.interrupted_stats = None
         start = time.perf_counter()
         act_time = env_time = update_time = 0.0
         while not done_fn(steps, episodes):
@@ -121,7 +124,11 @@ class SingleThreadedWorker:
             t1 = time.perf_counter()
             if learn and self._pending is not None:
                 self._observe_pending(preprocessed)
-            next_states, rewards, terminals, infos = env.step(actions)
+            try:
+                next_states, rewards, terminals, infos = env.step(actions)
+            except Exception as error:
+                self._keep_interrupted(steps, episodes, returns, lengths, ends, losses, start)
+                raise self._env_error(error, "step") from _cause(error)
             t2 = time.perf_counter()
             act_time += t1 - t0
             env_time += t2 - t1
@@ -146,7 +153,12 @@ class SingleThreadedWorker:
                 self.total_episodes += 1
                 self._episode_returns[i] = 0.0
                 self._episode_lengths[i] = 0
-                next_states = _set_row(next_states, i, env.reset(i))
+                try:
+                    reset_state = env.reset(i)
+                except Exception as error:
+                    self._keep_interrupted(steps, episodes, returns, lengths, ends, losses, start)
+                    raise self._env_error(error, "reset", i) from error
+                next_states = _set_row(next_states, i, reset_state)
                 if self.num_environments == 1:
                     agent.reset()
             self._pending = (preprocessed, actions, observed, ~done) if learn else None
@@ -159,6 +171,33 @@ class SingleThreadedWorker:
         stats = self._stats(steps, episodes, returns, lengths, losses, runtime, act_time, env_time, update_time)
         stats["episode_end_steps"] = ends
         return stats
+
+    def _keep_interrupted(self, steps, episodes, returns, lengths, ends, losses, start) -> None:
+        """Keeps what a call did before an env failed in `interrupted_stats`, so that a run can
+        still log the episodes that finished (see `training.train`)."""
+        nan = float("nan")
+        self.interrupted_stats = self._stats(steps, episodes, returns, lengths, losses, time.perf_counter() - start,
+                                             nan, nan, nan)
+        self.interrupted_stats["episode_end_steps"] = ends
+
+    def _env_error(self, error: Exception, method: str, index: Optional[int] = None) -> RLGraphEnvError:
+        """The error of an env whose `method` ("step" or "reset") raised `error`: it names the env, its
+        index and the worker's env step (1-based over all envs, as `StepData.step`; for a reset, the
+        step that ended the episode)."""
+        if index is None:
+            index = getattr(error, "env_index", None)  # Set by the vector env.
+        cause = _cause(error)
+        if index is None:
+            env, step, position = self.vector_env, self.total_steps + 1, "an env"
+        else:
+            env = self.vector_env.get_env(index)
+            step = self.total_steps + (index + 1 if method == "step" else 0)
+            position = f"env {index} of {self.num_environments}"
+            if method == "step":
+                position += f" in step {int(self._episode_lengths[index]) + 1} of its episode"
+        return RLGraphEnvError(f"the environment raised {type(cause).__name__}: {cause}", where=f"{env}.{method}",
+                               env_index=index, step=step, received=f"{position}, at the worker's env step {step}",
+                               hint="the environment's own traceback is chained above this error.")
 
     def _observe_pending(self, next_preprocessed: Any) -> None:
         preprocessed, actions, rewards, alive = self._pending
@@ -220,6 +259,13 @@ class SingleThreadedWorker:
             "losses": losses, "act_time": act_time, "env_time": env_time, "update_time": update_time,
             "total_timesteps": self.total_steps, "agent_timesteps": self.agent.timesteps,
         }
+
+
+def _cause(error: Exception) -> BaseException:
+    """The env's own exception: the cause of an `RLGraphEnvError` raised by the vector env, else `error`."""
+    if isinstance(error, RLGraphEnvError) and error.__cause__ is not None:
+        return error.__cause__
+    return error
 
 
 def _set_row(batch: Any, i: int, value: Any) -> Any:

@@ -22,7 +22,7 @@ def make_converter(space: Space, where: str, to_tensor: Callable[[np.ndarray], A
             if not isinstance(value, dict) or set(value) != set(children):
                 raise RLGraphSpaceError(space, "input does not match the Dict space", where=where,
                                         expected=f"a dict with keys {sorted(children)}",
-                                        received=f"keys {sorted(value)}" if isinstance(value, dict)
+                                        received=f"keys {sorted(map(str, value))}" if isinstance(value, dict)
                                         else type(value).__name__)
             return {k: fn(value[k]) for k, fn in children.items()}
         return convert_dict
@@ -52,21 +52,35 @@ def _leaf_converter(space: Space, where: str, to_tensor):
     def fail(message, value):
         expected = f"shape {space.get_shape(with_batch_rank=True, with_time_rank=True)} ({dtype})"
         raise RLGraphSpaceError(space, message, where=where, expected=expected,
-                                received=f"shape {np.shape(value)} ({np.asarray(value).dtype})",
+                                received=_shape_and_dtype(value),
                                 hint="None marks a batch/time rank of any size.")
 
     def convert(value):
-        array = value if type(value) is np.ndarray else np.asarray(value)
+        try:
+            array = value if type(value) is np.ndarray else np.asarray(value)
+        except ValueError:  # Ragged nested lists.
+            fail("input is ragged (rows of different lengths)", value)
         if array.dtype != dtype:
             if is_text:
                 if array.dtype.kind not in "US":
                     fail("input dtype does not fit the space", value)
             elif not np.can_cast(array.dtype, dtype, "same_kind") and array.dtype.kind != "O":
                 fail("input dtype does not fit the space", value)
-            array = array.astype(dtype)
+            try:
+                array = array.astype(dtype)
+            except (TypeError, ValueError):  # An object array of dicts, lists, strings, ...
+                fail("input dtype does not fit the space", value)
         if array.ndim != ndim or array.shape[lead:] != shape:
             fail("input shape does not fit the space", value)
         if fixed and any(array.shape[i] != size for i, size in fixed):
             fail("input batch/time size does not fit the space", value)
         return to_tensor(array)
     return convert
+
+
+def _shape_and_dtype(value: Any) -> str:
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        return f"a ragged {type(value).__name__}"
+    return f"shape {array.shape} ({array.dtype})"

@@ -44,14 +44,19 @@ class BoxSpace(Space):
         super().__init__(add_batch_rank=add_batch_rank, add_time_rank=add_time_rank, time_major=time_major)
         where = type(self).__name__
         self._dtype = convert_dtype(dtype, to="np")
-        if shape is None:
-            shapes = {np.shape(b) for b in (low, high) if b is not None and np.ndim(b) > 0}
-            if len(shapes) > 1:
-                raise RLGraphSpaceError(None, "low and high have different shapes", where=where,
-                                        received=f"low={np.shape(low)}, high={np.shape(high)}")
-            shape = shapes.pop() if shapes else ()
-        self._shape = _as_shape(shape, where)
-        self._set_bounds(low, high)
+        try:
+            if shape is None:
+                shapes = {np.shape(b) for b in (low, high) if b is not None and np.ndim(b) > 0}
+                if len(shapes) > 1:
+                    raise RLGraphSpaceError(None, "low and high have different shapes", where=where,
+                                            received=f"low={np.shape(low)}, high={np.shape(high)}")
+                shape = shapes.pop() if shapes else ()
+            self._shape = _as_shape(shape, where)
+            self._set_bounds(low, high)
+        except ValueError as error:  # numpy on ragged nested lists.
+            raise RLGraphSpaceError(None, "low or high is ragged (rows of different lengths)", where=where,
+                                    expected="numbers or arrays of one shape",
+                                    received=f"low={low!r}, high={high!r}"[:200]) from error
 
     # --- Bounds --------------------------------------------------------------------------------
     # Scalar bounds (the usual case, and always for spaces inferred from data) are kept as numpy
@@ -74,18 +79,39 @@ class BoxSpace(Space):
     def _bound_scalar(self, bound: Any, name: str) -> np.generic:
         try:
             return np.asarray(bound, dtype=self._bounds_dtype())[()]
-        except ValueError:
-            raise RLGraphSpaceError(None, f"{name} does not fit the shape", where=type(self).__name__,
-                                    expected=f"a scalar or an array of shape {self._shape}",
-                                    received=f"shape {np.shape(bound)}") from None
+        except (ValueError, TypeError, OverflowError):  # NaN or a string for an int, a number too big, ...
+            raise self._bound_error(bound, name) from None
 
     def _bound_array(self, bound: Any, name: str) -> np.ndarray:
         try:
             return np.broadcast_to(np.asarray(bound, dtype=self._bounds_dtype()), self._shape).copy()
-        except ValueError:
-            raise RLGraphSpaceError(None, f"{name} does not fit the shape", where=type(self).__name__,
-                                    expected=f"a scalar or an array of shape {self._shape}",
-                                    received=f"shape {np.shape(bound)}") from None
+        except (ValueError, TypeError, OverflowError):
+            raise self._bound_error(bound, name) from None
+        except MemoryError:
+            raise RLGraphSpaceError(None, f"{name} is too big to hold as an array", where=type(self).__name__,
+                                    received=f"shape {self._shape}",
+                                    hint="give scalar low and high: a box keeps those as scalars.") from None
+
+    def _bound_error(self, bound: Any, name: str) -> RLGraphSpaceError:
+        try:
+            fits = np.broadcast_shapes(np.shape(bound), self._shape) == self._shape
+        except ValueError:  # Ragged, or a shape that does not broadcast.
+            fits = False
+        if not fits:
+            return RLGraphSpaceError(None, f"{name} does not fit the shape", where=type(self).__name__,
+                                     expected=f"a scalar or an array of shape {self._shape}",
+                                     received=f"{name}={bound!r}"[:100])
+        return RLGraphSpaceError(None, f"{name} is not a valid bound", where=f"{type(self).__name__}({name})",
+                                 expected=f"a number or an array of shape {self._shape}, as {self._bounds_dtype()}",
+                                 received=repr(bound)[:100])
+
+    def _bounds_repr(self) -> str:
+        """"low=..., high=..." for messages, without making big bound arrays."""
+        if self._size() <= 10:
+            return f"low={self.low.tolist()}, high={self.high.tolist()}"
+        if self._lazy_bounds():
+            return f"low={self._low_fill} and high={self._high_fill} for all of shape {self._shape}"
+        return f"low and high arrays of shape {self._shape}"
 
     def _size(self) -> int:
         size = 1
@@ -254,7 +280,7 @@ class BoxSpace(Space):
         bounds = self.global_bounds
         if self._dtype.kind in "iuf":
             if bounds is False:
-                parts.append(f"low={self.low.tolist()}, high={self.high.tolist()}")
+                parts.append(self._bounds_repr())
             elif np.isfinite(bounds[0]) or np.isfinite(bounds[1]):
                 if not self._unbounded_int():
                     parts.append(f"low={bounds[0]}, high={bounds[1]}")

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Mapping, Optional, Union
 import numpy as np
 
 from rlgraph.spaces.space import RankFlag, Space, copy_attribute
-from rlgraph.utils.nest import tuple_key
+from rlgraph.utils.nest import DICT_KEY_RULE, is_valid_dict_key, tuple_key
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 
 _RANK_KEYS = ("add_batch_rank", "add_time_rank", "time_major")
@@ -95,6 +95,10 @@ class ContainerSpace(Space):
         for key, child in self._children():
             child._flatten(mapping, separator, f"{scope}{separator}{key}", pairs)
 
+    def _unflatten(self, flat: Any, separator: str, scope: str, used: list) -> Any:
+        return self._rebuild([child._unflatten(flat, separator, f"{scope}{separator}{key}", used)
+                              for key, child in self._children()])
+
     def contains(self, sample: Any) -> bool:
         try:
             return all(child.contains(sample[key]) for key, child in self._sample_items(sample))
@@ -162,9 +166,10 @@ class Dict(ContainerSpace, dict):
             raise RLGraphSpaceError(None, "key given twice", where="Dict", received=sorted(overlap))
         entries.update(kwargs)
         for key in entries:
-            if not isinstance(key, str) or "/" in key:
-                raise RLGraphSpaceError(None, "invalid Dict key", where="Dict",
-                                        expected="a string without '/'", received=repr(key))
+            if not is_valid_dict_key(key):
+                # Keys become auto-key segments ("/key"): "", "a/b" or "_T0_" would not read back.
+                raise RLGraphSpaceError(None, "invalid Dict key", where=f"Dict[{key!r}]", expected=DICT_KEY_RULE,
+                                        received=repr(key))
         dict.__init__(self, ((k, _child_space(entries[k], f"Dict[{k!r}]")) for k in sorted(entries)))
         if ranks:
             self._set_ranks(ranks.get("add_batch_rank"), ranks.get("add_time_rank"), ranks.get("time_major"))

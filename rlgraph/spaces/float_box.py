@@ -37,6 +37,18 @@ class FloatBox(BoxSpace):
         super().__init__(low=-np.inf if low is None else low, high=np.inf if high is None else high, shape=shape,
                          add_batch_rank=add_batch_rank, add_time_rank=add_time_rank, time_major=time_major,
                          dtype=np_dtype)
+        if self._size() and self._bounds_are_not_a_box():
+            raise RLGraphSpaceError(None, "invalid bounds", where="FloatBox",
+                                    expected="numbers with low < inf and high > -inf (no NaN)",
+                                    received=self._bounds_repr())
+
+    def _bounds_are_not_a_box(self) -> bool:
+        """Whether a bound is NaN, a low is +inf or a high is -inf (nothing could be sampled)."""
+        if self._lazy_bounds():
+            low, high = float(self._low_fill), float(self._high_fill)
+            return low != low or high != high or low == np.inf or high == -np.inf
+        return bool(np.isnan(self.low).any() or np.isnan(self.high).any() or (self.low == np.inf).any()
+                    or (self.high == -np.inf).any())
 
     def _random(self, shape: tuple) -> np.ndarray:
         low = np.broadcast_to(self.low, shape).astype(np.float64)

@@ -48,7 +48,19 @@ class IntBox(BoxSpace):
                          time_major=time_major, dtype=np_dtype)
         if self._bounded and self._size() and self._any_high_not_above_low():
             raise RLGraphSpaceError(None, "high (exclusive) must be greater than low", where="IntBox",
-                                    received=f"low={self.low.tolist()}, high={self.high.tolist()}")
+                                    received=self._bounds_repr())
+        if self._bounded and self._size() and not self._bounds_fit_dtype(info):
+            raise RLGraphSpaceError(None, f"bounds outside the range of {np_dtype}", where="IntBox",
+                                    expected=f"low >= {info.min} and high <= {int(info.max) + 1}",
+                                    received=self._bounds_repr(), hint="pick a wider dtype (e.g. int64).")
+
+    def _bounds_fit_dtype(self, info: np.iinfo) -> bool:
+        """Whether every value in [low, high) is a value of the dtype (else sampling would fail)."""
+        if self._lazy_bounds():
+            low, high = int(self._low_fill), int(self._high_fill)
+        else:
+            low, high = int(self.low.min()), int(self.high.max())
+        return info.min <= low and high <= int(info.max) + 1
 
     def _any_high_not_above_low(self) -> bool:
         if self._lazy_bounds():

@@ -3,7 +3,10 @@
 Auto-keys name each leaf of a nested structure by its path, exactly as `Space.flatten` names
 the leaves of a container space: a dict key "a" adds "/a", a tuple index i adds "/_T{i}_".
 `{"a": (x, {"b": y})}` flattens to `{"/a/_T0_": x, "/a/_T1_/b": y}`; a bare leaf to `{"": x}`.
-Dict keys are visited in sorted order (as dm-tree and Dict spaces do).
+Dict keys are visited in sorted order (as dm-tree and Dict spaces do). A dict key must be a
+non-empty string without "/" that is not itself a tuple segment ("_T0_" would read back as a
+tuple position): see `is_valid_dict_key`. Empty dicts and tuples have no leaves, so they leave
+no trace in a flat dict; `Space.unflatten` rebuilds them from the space's own structure.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import tree
 FLAT_TUPLE_OPEN = "_T"
 FLAT_TUPLE_CLOSE = "_"
 _TUPLE_KEY = re.compile(r"^_T(\d+)_$")
+DICT_KEY_RULE = "a non-empty string without '/' that is not of the form '_T<n>_'"
 
 flatten = tree.flatten
 map_structure = tree.map_structure
@@ -24,6 +28,12 @@ map_structure_with_path = tree.map_structure_with_path
 assert_same_structure = tree.assert_same_structure
 pack_sequence_as = tree.unflatten_as
 is_nested = tree.is_nested
+
+
+def is_valid_dict_key(key: Any) -> bool:
+    """Whether `key` can name a dict entry in an auto-key (see `DICT_KEY_RULE`): "" would give an
+    empty path segment, "/" would split it, "_T<n>_" would unflatten to a tuple position."""
+    return isinstance(key, str) and key != "" and "/" not in key and _TUPLE_KEY.match(key) is None
 
 
 def tuple_key(index: int) -> str:
@@ -65,10 +75,10 @@ def _flatten_into(nested: Any, scope: str, out: dict, separator: str, mapping) -
 
 
 def _check_key(key: Any) -> None:
-    if not isinstance(key, str) or "/" in key or _TUPLE_KEY.match(key):
+    if not is_valid_dict_key(key):
         from rlgraph.utils.rlgraph_errors import RLGraphError
-        raise RLGraphError("dict key cannot be used in an auto-key", where="flatten_op",
-                           expected="a string without '/' that is not of the form '_T<n>_'", received=repr(key))
+        raise RLGraphError("dict key cannot be used in an auto-key", where="flatten_op", expected=DICT_KEY_RULE,
+                           received=repr(key))
 
 
 def unflatten_op(flat: Mapping[str, Any], separator: str = "/") -> Any:

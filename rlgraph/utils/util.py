@@ -81,7 +81,7 @@ def _to_numpy_dtype(dtype: Any) -> np.dtype:
         return torch.empty((), dtype=dtype).numpy().dtype
     try:
         return np.dtype(dtype)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:  # ValueError: a string numpy cannot parse ("0x_c").
         raise RLGraphError("unknown dtype", where="convert_dtype",
                            expected="a numpy/TF/PyTorch dtype, a python type or a name like 'float32'",
                            received=repr(dtype)) from error
