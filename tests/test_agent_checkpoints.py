@@ -1,9 +1,10 @@
 """Agent checkpoints: `store_model` / `load_model` round trips (same process and a new one), exact
-resumption on PyTorch, and damaged or mismatched checkpoints (RLGraphCheckpointError, agent unchanged).
+resumption on PyTorch, and damaged, crafted or mismatched checkpoints (RLGraphCheckpointError, agent
+unchanged). Atomic saves and the kill-during-save test are in test_checkpoint_files.py.
 """
+import hashlib
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,9 @@ def test_store_and_load_in_the_same_process(trained, backend, tmp_path):
 def test_store_into_saver_directory(backend, tmp_path):
     agent = _agent(backend, saver_spec={"directory": str(tmp_path / "saves")})
     path = agent.store_model(add_timestep=False)
-    assert path == str(tmp_path / "saves") and os.path.isfile(os.path.join(path, "agent_state.pkl"))
+    assert path == str(tmp_path / "saves")
+    assert sorted(f for f in os.listdir(path) if not f.startswith("model")) == \
+        ["agent_state.json", "agent_state.npz", "manifest.json"]
     agent.load_model()  # From saver_spec.directory too.
     with pytest.raises(RLGraphError, match="no checkpoint path"):
         _agent(backend).store_model()
@@ -179,11 +182,50 @@ def _model_files(path):
     return sorted(os.path.join(path, f) for f in os.listdir(path) if f.startswith("model"))
 
 
+def _rewrite(path, name, data):
+    """Replaces checkpoint file `name` and updates the manifest to match: a crafted checkpoint whose
+    files are all consistent with its manifest, so the loader's value checks must catch it."""
+    with open(os.path.join(path, name), "wb") as handle:
+        handle.write(data)
+    manifest_file = os.path.join(path, "manifest.json")
+    manifest = json.load(open(manifest_file))
+    manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    with open(manifest_file, "w") as handle:
+        json.dump(manifest, handle)
+
+
+def _edit_state(path, edit):
+    state = json.load(open(os.path.join(path, "agent_state.json")))
+    edit(state)
+    _rewrite(path, "agent_state.json", json.dumps(state).encode())
+
+
+def _edit_arrays(path, edit):
+    import io
+    with np.load(os.path.join(path, "agent_state.npz"), allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    edit(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    _rewrite(path, "agent_state.npz", buffer.getvalue())
+
+
+def _assert_refused(backend, path, match):
+    victim = _agent(backend, seed=7)
+    _run(victim, _data(3, seed=4), 0, 3)
+    before, counters = _all_weights(victim), (victim.timesteps, victim.num_updates, victim.memory_size())
+    with pytest.raises(RLGraphCheckpointError, match=match):
+        victim.load_model(path)
+    _check_unchanged(victim, before, counters)
+
+
 @pytest.mark.parametrize("damage", ["truncate-model", "garbage-model", "missing-model", "truncate-state",
-                                    "garbage-state", "missing-state", "missing-dir"])
+                                    "garbage-state", "missing-state", "truncate-arrays", "missing-manifest",
+                                    "garbage-manifest", "missing-dir"])
 def test_damaged_checkpoint_raises_and_changes_nothing(trained, backend, damage):
-    agent, path = trained
-    files = {"model": _model_files(path), "state": [os.path.join(path, "agent_state.pkl")]}
+    _, path = trained
+    files = {"model": _model_files(path), "state": [os.path.join(path, "agent_state.json")],
+             "arrays": [os.path.join(path, "agent_state.npz")], "manifest": [os.path.join(path, "manifest.json")]}
     part = damage.split("-")[1]
     for filename in files.get(part, []):
         data = open(filename, "rb").read()
@@ -198,13 +240,7 @@ def test_damaged_checkpoint_raises_and_changes_nothing(trained, backend, damage)
                 handle.write(data)
     if damage == "missing-dir":
         path = path + "-nowhere"
-
-    victim = _agent(backend, seed=7)
-    _run(victim, _data(3, seed=4), 0, 3)
-    before, counters = _all_weights(victim), (victim.timesteps, victim.num_updates, victim.memory_size())
-    with pytest.raises(RLGraphCheckpointError):
-        victim.load_model(path)
-    _check_unchanged(victim, before, counters)
+    _assert_refused(backend, path, None)
 
 
 def test_flipped_bytes_in_the_model_file(trained, backend):
@@ -220,16 +256,42 @@ def test_flipped_bytes_in_the_model_file(trained, backend):
     data[offset:offset + 8] = np.array([1e30, -1e30], np.float32).tobytes()
     with open(hits[0], "wb") as handle:
         handle.write(bytes(data))
+    _assert_refused(backend, path, "SHA-256 does not match")
 
-    victim = _agent(backend, seed=7)
-    before, counters = _all_weights(victim), (victim.timesteps, victim.num_updates, victim.memory_size())
-    try:
-        victim.load_model(path)
-    except RLGraphCheckpointError:
-        pass
-    else:
-        raise AssertionError("a model file with changed tensor bytes loaded without an error")
-    _check_unchanged(victim, before, counters)
+
+@pytest.mark.parametrize("bit", [0, 7, 100, 1000])
+def test_a_single_flipped_bit_in_the_agent_state_is_caught(trained, backend, bit):
+    _, path = trained
+    filename = os.path.join(path, "agent_state.npz")
+    data = bytearray(open(filename, "rb").read())
+    position = (bit * 7919) % (8 * len(data))
+    data[position // 8] ^= 1 << (position % 8)
+    with open(filename, "wb") as handle:
+        handle.write(bytes(data))
+    _assert_refused(backend, path, "damaged")
+
+
+def test_model_file_of_another_step_is_refused(backend, tmp_path):
+    """The model of a later checkpoint next to the agent state of an earlier one."""
+    agent = _agent(backend)
+    _run(agent, _data(12), 0, 5)
+    early = agent.store_model(str(tmp_path))
+    _run(agent, _data(12), 5, 12)
+    late = agent.store_model(str(tmp_path))
+    for name in os.listdir(late):
+        if name.startswith("model"):
+            shutil.copy(os.path.join(late, name), os.path.join(early, name))
+    _assert_refused(backend, early, "has another size|SHA-256")
+
+
+def test_manifest_step_must_match_the_agent_state(trained, backend):
+    _, path = trained
+    manifest_file = os.path.join(path, "manifest.json")
+    manifest = json.load(open(manifest_file))
+    manifest["step"] = 25000
+    with open(manifest_file, "w") as handle:
+        json.dump(manifest, handle)
+    _assert_refused(backend, path, "disagree on the step")
 
 
 def test_different_network_size_raises(trained, backend):
@@ -243,61 +305,79 @@ def test_different_network_size_raises(trained, backend):
 
 def test_state_of_another_agent_type_raises(trained, backend):
     _, path = trained
-    filename = os.path.join(path, "agent_state.pkl")
-    with open(filename, "rb") as handle:
-        payload = pickle.load(handle)
-    payload["state"]["agent_type"] = "ApexAgent"
-    with open(filename, "wb") as handle:
-        pickle.dump(payload, handle)
-    victim = _agent(backend, seed=7)
-    before = _all_weights(victim)
-    with pytest.raises(RLGraphCheckpointError, match="another agent type"):
-        victim.load_model(path)
-    _check_unchanged(victim, before, (0, 0, 0))
-    # Not an agent state at all (a valid pickle of something else).
-    with open(filename, "wb") as handle:
-        pickle.dump([1, 2, 3], handle)
-    with pytest.raises(RLGraphCheckpointError, match="not an rlgraph agent state"):
-        victim.load_model(path)
-    _check_unchanged(victim, before, (0, 0, 0))
+    _edit_state(path, lambda state: state.update(agent_type="ApexAgent"))
+    _assert_refused(backend, path, "another agent type")
+    _rewrite(path, "agent_state.json", b"[1, 2, 3]")  # Valid JSON, not an agent state.
+    _assert_refused(backend, path, "not an rlgraph agent state")
 
 
-def test_incomplete_agent_state_raises_before_loading(trained, backend):
+@pytest.mark.parametrize("edit, match", [
+    (lambda s: s["counters"].pop("timesteps"), "counters are incomplete"),
+    (lambda s: s["counters"].update(num_updates=-1), "num_updates"),
+    (lambda s: s["counters"].update(timesteps=2.5), "timesteps"),
+    (lambda s: s["counters"].update(last_sync_timestep=10 ** 6), "last target sync"),
+    (lambda s: s.update(max_timesteps=0), "max_timesteps"),
+    (lambda s: s["buffers"][0].update(length=10 ** 6), "more transitions"),
+    (lambda s: s["buffers"][0].update(env_id={"pickle": "x"}), "env id"),
+    (lambda s: s["rng"]["numpy"].update(pos=10 ** 9), "random generator position"),
+])
+def test_crafted_agent_state_values_are_refused(trained, backend, edit, match):
+    """Manifest-consistent files with values out of range fail at load, before anything changes."""
     _, path = trained
-    filename = os.path.join(path, "agent_state.pkl")
-    with open(filename, "rb") as handle:
-        payload = pickle.load(handle)
-    del payload["state"]["timesteps"]
-    with open(filename, "wb") as handle:
-        pickle.dump(payload, handle)
-    victim = _agent(backend, seed=7)
-    before = _all_weights(victim)
-    with pytest.raises(RLGraphCheckpointError):
-        victim.load_model(path)
-    _check_unchanged(victim, before, (0, 0, 0))
+
+    def apply(state):
+        edit(state)
+        state["counters"]["timesteps"] = state["counters"].get("timesteps", 7)  # (Keep the manifest step.)
+    _edit_state(path, apply if "incomplete" not in match else edit)
+    if "incomplete" in match:
+        manifest_file = os.path.join(path, "manifest.json")
+        assert json.load(open(manifest_file))["step"] == 7
+    _assert_refused(backend, path, match)
 
 
-def test_format_1_agent_state_loads_its_buffers_in_record_order(trained, backend):
-    """Format 1 kept buffered transitions as plain tuples (s, a, r, s', d); they come back as
-    `Transition`s (s, a, r, d, s'), the record order."""
-    agent, path = trained
-    filename = os.path.join(path, "agent_state.pkl")
-    with open(filename, "rb") as handle:
-        payload = pickle.load(handle)
-    assert payload["format_version"] == 2
-    payload["format_version"] = 1
-    payload["state"]["buffers"] = {env_id: [(t.state, t.action, t.reward, t.next_state, t.terminal) for t in buffer]
-                                   for env_id, buffer in payload["state"]["buffers"].items()}
-    with open(filename, "wb") as handle:
-        pickle.dump(payload, handle)
-    twin = _agent(backend, seed=99)
-    twin.load_model(path)
-    assert twin.buffers.pending() == 2
-    for loaded, kept in zip(twin.buffers.buffers[None], agent.buffers.buffers[None]):
-        assert type(loaded) is type(kept)
-        assert loaded.reward == kept.reward and loaded.terminal == kept.terminal
-        np.testing.assert_array_equal(loaded.state, kept.state)
-        np.testing.assert_array_equal(loaded.next_state, kept.next_state)
+@pytest.mark.parametrize("field, value, match", [("actions", 3, "outside its space"),
+                                                 ("actions", -1, "outside its space"),
+                                                 ("states", None, "missing or damaged"),
+                                                 ("rewards", np.inf, "non-finite")])
+def test_crafted_buffered_transitions_are_refused(trained, backend, field, value, match):
+    _, path = trained
+
+    def edit(arrays):
+        key = f"buffers/0/{field}"
+        if value is None:
+            arrays[key] = arrays[key][:, :2]  # States of another shape.
+        else:
+            arrays[key] = np.full_like(arrays[key], value)
+    _edit_arrays(path, edit)
+    _assert_refused(backend, path, match)
+
+
+def test_memory_positions_out_of_range_are_refused(backend, tmp_path):
+    """A model file whose memory `size` exceeds the capacity (written through set_weights, so the
+    manifest is consistent) fails at load instead of sampling garbage later."""
+    agent = _agent(backend)
+    _run(agent, _data(6), 0, 6)
+    name = next(k for k in agent.graph_executor.get_weights() if k.endswith("memory/size"))
+    agent.graph_executor.set_weights({name: np.int64(1000)})
+    path = agent.store_model(str(tmp_path))
+    _assert_refused(backend, path, "out of range")
+
+
+def test_legacy_pickled_agent_state_is_never_unpickled(trained, backend, tmp_path):
+    """A checkpoint of the pickle era (agent_state.pkl, no manifest) is refused with a hint; the
+    pickle's payload does not run."""
+    import pickle
+    _, path = trained
+    marker = tmp_path / "payload-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+    os.remove(os.path.join(path, "manifest.json"))
+    with open(os.path.join(path, "agent_state.pkl"), "wb") as handle:
+        pickle.dump(Payload(), handle)
+    _assert_refused(backend, path, "older rlgraph with a pickled agent state")
+    assert not marker.exists()
 
 
 def test_python_memory_round_trip(backend, tmp_path):

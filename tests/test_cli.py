@@ -34,7 +34,7 @@ def test_train_evaluate_visualize(capsys, tmp_path, backend):
     config = json.loads((out / "config.json").read_text())
     assert config["optimizer_spec"]["learning_rate"] == 0.01 and config["backend"] == backend
     assert config["execution_spec"]["seed"] == 1
-    for name in ("episodes.csv", "evaluations.csv", "learning_curve.png", "checkpoints/final/agent_state.pkl",
+    for name in ("episodes.csv", "evaluations.csv", "learning_curve.png", "checkpoints/final/agent_state.json", "checkpoints/final/manifest.json",
                  "checkpoints/step-200/config.json"):
         assert (out / name).exists(), name
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -76,7 +76,7 @@ def test_train_rejects_unknown_keys(capsys, tmp_path):
 
 def test_evaluate_without_a_checkpoint(capsys, tmp_path):
     assert main(["evaluate", str(tmp_path)]) == 2
-    assert "config.json" in capsys.readouterr().err
+    assert "has no manifest.json" in capsys.readouterr().err
 
 
 def test_benchmark_list(capsys):

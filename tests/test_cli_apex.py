@@ -63,7 +63,7 @@ def test_train_and_evaluate_inline(capsys, tmp_path, backend, recorded_workloads
     assert config["execution_spec"]["ray_spec"]["executor_spec"]["mode"] == "inline"
     for name in ("learning_curve.png", "checkpoints/step-300/config.json", "checkpoints/step-300/learner",
                  "checkpoints/final/executor_state.json", "checkpoints/final/replay-0.npz",
-                 "checkpoints/final/learner/agent_state.pkl"):
+                 "checkpoints/final/learner/agent_state.json", "checkpoints/final/manifest.json"):
         assert (out / name).exists(), name
     assert any(p.name.startswith("events.out.tfevents") for p in (out / "tensorboard").iterdir())
     with open(out / "evaluations.csv") as handle:
@@ -110,5 +110,5 @@ def test_train_on_ray(local_ray, tmp_path):
     stats = summary["executor_statistics"]
     assert len(set(stats["worker_pids"])) == 2 and os.getpid() not in stats["worker_pids"]
     assert summary["num_updates"] > 0 and summary["restarts"] == 0
-    assert os.path.isfile(os.path.join(summary["checkpoint"], "learner", "agent_state.pkl"))
+    assert os.path.isfile(os.path.join(summary["checkpoint"], "learner", "agent_state.json"))
     assert local_ray.is_initialized()  # The executor leaves a Ray it did not start running.

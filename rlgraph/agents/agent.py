@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 import logging
 import os
 from typing import Any, Dict, Hashable, List, Optional, Tuple
@@ -9,14 +10,18 @@ from typing import Any, Dict, Hashable, List, Optional, Tuple
 import numpy as np
 
 from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
+from rlgraph.agents.data_checks import DataChecks
 from rlgraph.agents.observe_buffers import ObserveBuffers, Transition, stack_transitions
 from rlgraph.agents.records import to_record
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
-                                  SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_positive_int, check_spec)
+                                  NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_choice,
+                                  check_execution_spec, check_number, check_observe_spec, check_saver_spec,
+                                  check_spec, check_summary_spec, check_update_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
-from rlgraph.spaces import Space
+from rlgraph.spaces import Dict as DictSpace, Space
+from rlgraph.utils.checkpoint_dir import CheckpointWriter, verify_checkpoint, write_json
 from rlgraph.utils.nest import add_batch_rank, batch_row, first_row, flatten_op
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable, load_spec_file
 
 logger = logging.getLogger(__name__)
@@ -24,6 +29,8 @@ logger = logging.getLogger(__name__)
 # Sections a config file may hold for the tools that run an agent (`rlgraph train`); the
 # agent itself ignores them.
 RUN_SECTIONS = ("environment_spec", "training_spec")
+# The manifest kind of `store_model` checkpoints.
+CHECKPOINT_KIND = "agent"
 
 
 class Agent(Specifiable, metaclass=abc.ABCMeta):
@@ -52,8 +59,12 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         observe_spec: {"buffer_enabled", "buffer_size"}.
         update_spec: {"do_updates", "update_mode", "update_interval", "steps_before_update",
             "batch_size", "sync_interval", "sync_tau", "update_steps"}.
-        summary_spec: {"directory", "summary_interval"} (used by workers and the CLI).
-        saver_spec: {"directory", "checkpoint_frequency", "max_checkpoints"}.
+        summary_spec: {"directory", "summary_interval", "summary_regexp"}: the TensorBoard
+            directory and scalar spacing of `rlgraph train`; the regexp selects the components'
+            summaries (the graph builder applies it).
+        saver_spec: {"directory", "checkpoint_frequency", "max_checkpoints"}: the default path of
+            `store_model`/`load_model`; the periodic checkpoints of `rlgraph train` and how many
+            of them it keeps. Valid ranges of all these keys: docs/agents.md.
         auto_build: Build the graph in the constructor (else call `build()`).
         name: The agent's name (also the root component's scope).
         backend: "tf" or "pytorch" (default: `rlgraph.get_backend()`).
@@ -79,7 +90,7 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.backend = normalize_backend(backend) if backend is not None else get_backend()
         self.state_space = Space.from_spec(state_space).strip_ranks()
         self.action_space = Space.from_spec(action_space).strip_ranks()
-        self.discount = float(discount)
+        self.discount = check_number(discount, "discount", owner, 0, 1)
         self.preprocessing_spec = list(preprocessing_spec or [])
         self.network_spec = network_spec
         self.internal_states_space = Space.from_spec(internal_states_space) if internal_states_space else None
@@ -87,16 +98,16 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.action_adapter_spec = action_adapter_spec
         self.exploration_spec = exploration_spec
         self.optimizer_spec = optimizer_spec or {"type": "adam", "learning_rate": 1e-3}
-        self.execution_spec = check_spec(execution_spec, EXECUTION_SPEC_DEFAULTS, "execution_spec", owner)
-        self.observe_spec = check_spec(observe_spec, OBSERVE_SPEC_DEFAULTS, "observe_spec", owner)
-        self.update_spec = check_spec(update_spec, UPDATE_SPEC_DEFAULTS, "update_spec", owner)
-        self.summary_spec = check_spec(summary_spec, SUMMARY_SPEC_DEFAULTS, "summary_spec", owner)
-        self.saver_spec = check_spec(saver_spec, SAVER_SPEC_DEFAULTS, "saver_spec", owner)
-        for key in ("update_interval", "batch_size", "update_steps"):
-            check_positive_int(self.update_spec[key], f"update_spec.{key}", owner)
-        for key in ("steps_before_update", "sync_interval"):
-            check_positive_int(self.update_spec[key], f"update_spec.{key}", owner, minimum=0)
-        check_positive_int(self.observe_spec["buffer_size"], "observe_spec.buffer_size", owner)
+        # Keys first (unknown ones are refused), then values (types and ranges; see specs.py).
+        self.execution_spec = check_execution_spec(
+            check_spec(execution_spec, EXECUTION_SPEC_DEFAULTS, "execution_spec", owner), owner)
+        self.observe_spec = check_observe_spec(check_spec(observe_spec, OBSERVE_SPEC_DEFAULTS, "observe_spec", owner),
+                                               owner)
+        self.update_spec = check_update_spec(check_spec(update_spec, UPDATE_SPEC_DEFAULTS, "update_spec", owner), owner)
+        self.summary_spec = check_summary_spec(check_spec(summary_spec, SUMMARY_SPEC_DEFAULTS, "summary_spec", owner),
+                                               owner)
+        self.saver_spec = check_saver_spec(check_spec(saver_spec, SAVER_SPEC_DEFAULTS, "saver_spec", owner), owner)
+        check_choice(self.execution_spec["nan_check"], NAN_CHECK_MODES, "execution_spec.nan_check", owner)
         self.max_timesteps = self.execution_spec["max_timesteps"]
 
         # Counters: env steps observed, updates done, env steps at the last target sync.
@@ -124,9 +135,21 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         `state_space`, `action_space` and `backend` given as keyword arguments override the
         spec. The config sections "environment_spec" and "training_spec" (read by `rlgraph
         train`) are ignored here; any other unknown key is an error that lists the valid keys.
+
+        Raises:
+            RLGraphSpecError: For a config that is not a mapping (a file holding null, a number, a
+                list or a string; None without keyword arguments), or an invalid spec.
         """
+        where = "Agent.from_spec"
         if isinstance(spec, str) and os.path.splitext(spec)[1].lower() in (".json", ".yaml", ".yml"):
-            spec = load_spec_file(spec)
+            where, spec = f"Agent.from_spec({spec!r})", load_spec_file(spec)
+            is_config = isinstance(spec, dict)
+        else:
+            is_config = isinstance(spec, (dict, str, Agent, type)) or (spec is None and bool(kwargs))
+        if not is_config:
+            raise RLGraphSpecError("an agent config must be a mapping", where=where,
+                                   expected='a dict (JSON object, YAML mapping) such as {"type": "dqn", ...}',
+                                   received=repr(spec)[:80])
         if isinstance(spec, dict):
             spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS}
             kwargs = {**spec, **kwargs}
@@ -152,7 +175,9 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         if self.graph_executor is not None:
             raise RLGraphError("the agent is already built", where=self.name)
         from rlgraph.graphs import GraphBuilder, GraphExecutor
-        builder = GraphBuilder(action_space=self.action_space, **dict(build_options or {}))
+        options = dict(build_options or {})
+        options.setdefault("summary_spec", {"summary_regexp": self.summary_spec["summary_regexp"]})
+        builder = GraphBuilder(action_space=self.action_space, **options)
         executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
@@ -177,17 +202,34 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         return min(1.0, self.timesteps / float(self.max_timesteps))
 
     # --- Acting ---------------------------------------------------------------------------------
-    def _is_single(self, states: Any, space: Space) -> bool:
-        """Whether `states` is one item of `space` (not a batch)."""
+    def _is_single(self, states: Any, space: Space, api: str = "observe(preprocessed_states)") -> bool:
+        """Whether `states` is one item of `space` (not a batch).
+
+        Raises:
+            RLGraphSpaceError: If `states` cannot be data of `space` (a dict for a space that is
+                no Dict, an empty structure, ragged lists); `api` names the method and argument.
+        """
         rank = self._leaf_ranks.get(id(space))
         if rank is None:
             rank = self._leaf_ranks[id(space)] = len(next(iter(space.flatten().values())).shape)
-        first = next(iter(flatten_op(states).values())) if isinstance(states, (dict, tuple)) else states
-        return np.ndim(first) == rank
+        # Only the structure and the rank are looked at here; the executor checks shapes and dtypes.
+        try:
+            if isinstance(states, (dict, tuple)):
+                if isinstance(states, dict) and not isinstance(space, DictSpace):
+                    raise TypeError("a dict")
+                first = next(iter(flatten_op(states).values()))
+            else:
+                first = states
+            return np.ndim(first) == rank
+        except (TypeError, ValueError, StopIteration, RLGraphError) as error:
+            raise RLGraphSpaceError(space, "the states do not fit the state space", where=f"{self.name}.{api}",
+                                    expected=f"one state or a batch of states of {space}",
+                                    received=_describe(states) + (" (ragged)" if isinstance(error, ValueError) else ""),
+                                    hint="pass a numpy array (a dict of them for a Dict space).") from error
 
-    def _batch(self, states: Any, space: Space) -> Tuple[Any, bool]:
+    def _batch(self, states: Any, space: Space, api: str = "observe(preprocessed_states)") -> Tuple[Any, bool]:
         """(states with a batch rank, whether a single state was given)."""
-        single = self._is_single(states, space)
+        single = self._is_single(states, space, api)
         return (add_batch_rank(states) if single else states), single
 
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
@@ -209,17 +251,22 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """
         extras = self._check_extra_returns(extra_returns)
         space = self.state_space if apply_preprocessing else self.preprocessed_state_space
-        batch, single = self._batch(states, space)
+        batch, single = self._batch(states, space, "get_action(states)")
         if not use_exploration and self.greedy_apis is not None:
             api, inputs = self.greedy_apis[bool(apply_preprocessing)], [batch]
         else:
-            tp = self.time_percentage() if time_percentage is None else float(time_percentage)
+            tp = self.time_percentage() if time_percentage is None else _as_float(time_percentage, self.name)
             api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
             inputs = [batch, np.float32(tp), bool(use_exploration)]
-        if not extras:
-            actions = self._executor().execute((api, inputs, 1))
-            return first_row(actions) if single else actions
-        preprocessed, actions = self._executor().execute((api, inputs))
+        try:
+            if not extras:
+                actions = self._executor().execute((api, inputs, 1))
+                return first_row(actions) if single else actions
+            preprocessed, actions = self._executor().execute((api, inputs))
+        except RLGraphSpaceError as error:  # States of a wrong shape or dtype (checked by the executor).
+            raise RLGraphSpaceError(error.space, f"{error.message} (in {error.where})",
+                                    where=f"{self.name}.get_action(states)", expected=error.expected,
+                                    received=error.received, hint=error.hint) from error
         if single:
             actions, preprocessed = first_row(actions), first_row(preprocessed)
         return actions, preprocessed
@@ -227,8 +274,11 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
     def _check_extra_returns(self, extra_returns: Any) -> List[str]:
         if extra_returns is None:
             return []
-        names = [extra_returns] if isinstance(extra_returns, str) else sorted(extra_returns)
-        unknown = [n for n in names if n != "preprocessed_states"]
+        try:
+            names = [extra_returns] if isinstance(extra_returns, str) else sorted(extra_returns)
+        except TypeError:  # Not a string or a collection of strings.
+            names = [extra_returns]
+        unknown = [n for n in names if not (isinstance(n, str) and n == "preprocessed_states")]
         if unknown:
             raise RLGraphSpecError(f"unknown extra_returns {unknown}", where=f"{self.name}.get_action",
                                    expected=["preprocessed_states"], received=names)
@@ -236,11 +286,23 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
 
     def preprocess_states(self, states: Any) -> Any:
         """The states after the agent's preprocessor (identity without one); single or batched."""
-        batch, single = self._batch(states, self.state_space)
+        batch, single = self._batch(states, self.state_space, "preprocess_states(states)")
         out = self._executor().execute(("get_preprocessed_states", [batch]))
         return first_row(out) if single else out
 
     # --- Observing ------------------------------------------------------------------------------
+    @functools.cached_property
+    def _data_checks(self) -> DataChecks:
+        """The checks of observed and imported data and of losses (made at first use, after
+        `_create_root` has set `preprocessed_state_space`)."""
+        return DataChecks(self.preprocessed_state_space, self.action_space, self.execution_spec["nan_check"],
+                          self.name)
+
+    def _check_loss(self, loss: Any, method: str) -> None:
+        """Stops (or warns, see `execution_spec.nan_check`) when update number `num_updates` gave a
+        NaN or inf loss; `method` names the agent method that ran it."""
+        self._data_checks.loss(loss, self.num_updates, method)
+
     def observe(self, preprocessed_states: Any, actions: Any, internals: Any, rewards: Any, next_states: Any,
                 terminals: Any, env_id: Optional[Hashable] = None, truncated: Any = False) -> None:
         """Observes one transition or a time-ordered batch of transitions of one environment.
@@ -258,32 +320,39 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             env_id: The environment the transitions come from (vectorized workers pass one per env).
             truncated: Whether the episode ended after the (last) transition without a terminal
                 state, e.g. a time limit; the buffer is flushed then.
+
+        Raises:
+            RLGraphSpaceError: If a value does not fit its space (shape, dtype kind, an action
+                outside the action space, rewards that are no numbers, terminals that are no
+                bools); the error names the argument. Nothing is stored then.
+            RLGraphNonFiniteError: For a NaN or inf in the states, next states or rewards (with
+                `execution_spec.nan_check` "raise"); nothing is stored then.
         """
+        # Every value is checked (`rlgraph/agents/data_checks.py`) before a buffer or counter changes.
+        checks = self._data_checks
         buffered = self.observe_spec["buffer_enabled"] or self.buffers.n_step > 1
         if buffered and self._is_single(preprocessed_states, self.preprocessed_state_space):
             # The worker's per-step call: one transition straight into its env's buffer.
-            terminal = bool(np.asarray(terminals))
-            self.timesteps += 1
-            ready = self.buffers.add(env_id, [Transition(preprocessed_states, actions, float(np.asarray(rewards)),
-                                                         terminal, next_states)],
-                                     episode_end=terminal or bool(truncated))
+            transition = checks.transition(preprocessed_states, actions, rewards, terminals, next_states,
+                                           self.timesteps)
+            ready = self.buffers.add(env_id, [transition], episode_end=transition.terminal or bool(truncated))
+            self.timesteps += 1  # (After `add`, which refuses an unhashable env_id.)
             if ready:
                 self._observe_graph(stack_transitions(ready))
             return
         states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
         if single:
             actions, next_states = add_batch_rank(actions), add_batch_rank(next_states)
-        rewards = np.atleast_1d(np.asarray(rewards, dtype=np.float32))
-        terminals = np.atleast_1d(np.asarray(terminals, dtype=bool))
-        count = len(rewards)
-        if len(terminals) != count:
-            raise RLGraphError("rewards and terminals differ in length", where=f"{self.name}.observe",
-                               expected=count, received=len(terminals))
-        self.timesteps += count
+        record = checks.batch({"states": states, "actions": actions, "rewards": rewards, "terminals": terminals,
+                               "next_states": next_states}, self.timesteps)
+        count = len(record["rewards"])
         if not buffered:
-            self._observe_graph({"states": states, "actions": actions, "rewards": rewards, "terminals": terminals,
-                                 "next_states": next_states})
+            self._observe_graph(record)
+            self.timesteps += count
             return
+        self.timesteps += count
+        states, actions, next_states = record["states"], record["actions"], record["next_states"]
+        rewards, terminals = record["rewards"], record["terminals"]
         # (Without buffering, n-step returns still need the next n - 1 rewards: buffers of size n.)
         rows = [Transition(batch_row(states, i), batch_row(actions, i), float(rewards[i]), bool(terminals[i]),
                            batch_row(next_states, i)) for i in range(count)]
@@ -330,11 +399,13 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
                 "next_states" (batched, states preprocessed), or a list of records.
 
         Raises:
-            RLGraphError: If a record lacks a key or has another (then none is written).
+            RLGraphError: If a record lacks a key or has another, `RLGraphSpaceError` if a value
+                does not fit its space, `RLGraphNonFiniteError` for a NaN or inf (as `observe`
+                checks them); then none is written.
         """
         where = f"{self.name}.import_observations(observations)"
         batches = observations if isinstance(observations, list) else [observations]
-        records = [to_record(obs, where) for obs in batches]  # All checked before any is written.
+        records = [to_record(obs, where, checks=self._data_checks) for obs in batches]  # All checked first.
         for record in records:
             self._observe_graph(record)
 
@@ -373,53 +444,86 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         return self._executor().export_graph(filename)
 
     # --- Checkpoints ----------------------------------------------------------------------------
-    def store_model(self, path: Optional[str] = None, add_timestep: bool = True) -> str:
+    def store_model(self, path: Optional[str] = None, add_timestep: bool = True,
+                    extra_files: Optional[Dict[str, Any]] = None) -> str:
         """Saves everything a run needs to continue: weights, optimizer slots, memory contents,
         counters, pending observe buffers and the random generators' states.
 
+        The checkpoint is a directory written atomically (see `rlgraph/utils/checkpoint_dir.py`):
+        it is built next to `path` and renamed into place with a manifest of every file's SHA-256,
+        so a crash during the save leaves the previous checkpoint at `path` intact. Nothing in it
+        is pickled.
+
         Args:
-            path: A checkpoint directory (default: saver_spec["directory"]).
+            path: A checkpoint directory (default: saver_spec["directory"]). An existing `path`
+                must be an rlgraph checkpoint (it is replaced) or an empty directory.
             add_timestep: Store into "<path>/step-<timesteps>" instead of `path`.
+            extra_files: File name -> JSON-able value written into the checkpoint as JSON (e.g.
+                the run's "config.json"); covered by the manifest like every other file.
 
         Returns:
             The checkpoint directory.
+
+        Raises:
+            RLGraphCheckpointError: If `path` is a file or a directory with other files in it.
         """
         path = path or self.saver_spec["directory"]
         if path is None:
             raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.store_model")
         if add_timestep:
             path = os.path.join(path, f"step-{self.timesteps}")
-        os.makedirs(path, exist_ok=True)
-        self._executor().store_model(os.path.join(path, "model"))
-        save_agent_state(path, self._python_state(), self.graph_executor)
-        return path
+        executor = self._executor()
+        with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{self.name}.store_model") as writer:
+            executor.store_model(writer.path("model"))
+            save_agent_state(writer.root, self)
+            self._save_files(writer.root)
+            for name, value in (extra_files or {}).items():
+                write_json(writer.path(name), value, allow_nan=True)
+            return writer.commit(self.timesteps, extra={"agent_type": type(self).__name__,
+                                                        "backend": self.backend})
 
     def load_model(self, path: Optional[str] = None) -> None:
         """Restores a `store_model` checkpoint directory into this (built) agent.
 
+        Every file is verified against the checkpoint's manifest (size and SHA-256) and every
+        value against this agent (variables and shapes, counters, memory positions, buffered
+        states and actions) before anything changes.
+
         Raises:
-            RLGraphCheckpointError: If the checkpoint is missing, corrupt or made by a different
-                agent; the agent is left unchanged then.
+            RLGraphCheckpointError: If the checkpoint is missing, damaged, out of range or made by
+                a different agent; the agent is left unchanged then.
         """
         path = path or self.saver_spec["directory"]
         if path is None:
             raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.load_model")
-        payload = load_agent_state(path, type(self).__name__)  # Checked before anything is written.
+        where = f"{type(self).__name__}.load_model"
+        manifest = verify_checkpoint(path, CHECKPOINT_KIND, where)
+        payload = load_agent_state(path, self)
+        if manifest["step"] != payload["counters"]["timesteps"]:
+            raise RLGraphCheckpointError("the manifest and the agent state disagree on the step", where=where,
+                                         expected=manifest["step"], received=payload["counters"]["timesteps"])
+        staged_files = self._check_files(path)
+        # All checked: from here on the restore only writes values that fit.
         self._executor().load_model(os.path.join(path, "model"))
-        self._set_python_state(payload["state"])
+        self._set_python_state(payload)
+        self._load_files(staged_files)
         restore_rng(payload, self.graph_executor)
 
-    def _python_state(self) -> dict:
-        return {"agent_type": type(self).__name__, "timesteps": self.timesteps, "num_updates": self.num_updates,
-                "last_sync_timestep": self.last_sync_timestep, "max_timesteps": self.max_timesteps,
-                "buffers": self.buffers.buffers}
+    def _save_files(self, directory: str) -> None:
+        """Subclass hook: writes further checkpoint files (e.g. a python replay memory) into `directory`."""
 
-    def _set_python_state(self, state: dict) -> None:
-        self.timesteps = state["timesteps"]
-        self.num_updates = state["num_updates"]
-        self.last_sync_timestep = state["last_sync_timestep"]
-        self.max_timesteps = state["max_timesteps"]
-        self.buffers.buffers = state["buffers"]
+    def _check_files(self, directory: str) -> Any:
+        """Subclass hook: reads and validates what `_save_files` wrote, without changing the agent."""
+        return None
+
+    def _load_files(self, checked: Any) -> None:
+        """Subclass hook: restores what `_check_files` validated."""
+
+    def _set_python_state(self, payload: dict) -> None:
+        for key, value in payload["counters"].items():
+            setattr(self, key, value)
+        self.max_timesteps = payload["max_timesteps"]
+        self.buffers.buffers = payload["buffers"]
 
     def terminate(self) -> None:
         """Releases the executor; the agent cannot be used afterwards."""
@@ -431,3 +535,20 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r}, "
                 f"state_space={self.state_space}, action_space={self.action_space})")
 
+
+def _describe(value: Any) -> str:
+    """A short description of API input for error messages (type, and shape where it has one)."""
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(str, value))}"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    shape = getattr(value, "shape", None)
+    return f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else repr(value)[:80]
+
+
+def _as_float(value: Any, owner: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as error:
+        raise RLGraphSpecError("time_percentage must be a number", where=f"{owner}.get_action(time_percentage)",
+                               expected="a float in [0, 1]", received=repr(value)[:80]) from error

@@ -1,75 +1,237 @@
 """The python-side part of an agent checkpoint: counters, observe buffers, random generator states.
 
-Written next to the executor's "model" file as "agent_state.pkl". TensorFlow's stateful random
-ops cannot be captured, so on TF a resumed run draws different random numbers (PyTorch and
-numpy resume exactly).
+Stored as data, never pickled: "agent_state.json" (format version, agent type, backend,
+counters, the buffers' env ids and lengths, the scalar parts of the random states) and
+"agent_state.npz" (the buffered transitions, flattened leaf by leaf, and the generator state
+arrays), read with `allow_pickle=False`. Every value is checked against the agent (types,
+ranges, the spaces of the buffered states and actions) before anything is restored.
+
+TensorFlow's stateful random ops cannot be captured, so on TF a resumed run draws different
+random numbers (PyTorch and numpy resume exactly).
 """
 from __future__ import annotations
 
 import os
-import pickle
-from typing import Any
+from typing import Any, Dict, Hashable, List, Tuple
+
+import numpy as np
 
 from rlgraph.agents.observe_buffers import Transition
+from rlgraph.agents.records import record_space
+from rlgraph.spaces import IntBox
+from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.utils.nest import batch_row, flatten_op, map_structure, unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
 
-STATE_FILE = "agent_state.pkl"
-# 2: buffered transitions are `Transition`s in record order (s, a, r, d, s'); version 1 held
-# plain tuples (s, a, r, s', d), which `load_agent_state` still reads.
-FORMAT_VERSION = 2
-# What every agent's `_python_state` holds (subclasses may add more).
-REQUIRED_KEYS = ("agent_type", "timesteps", "num_updates", "last_sync_timestep", "max_timesteps", "buffers")
+STATE_FILE = "agent_state.json"
+ARRAYS_FILE = "agent_state.npz"
+FORMAT_VERSION = 3  # 1 and 2 were pickles, which are never read (see `verify_checkpoint`).
+COUNTERS = ("timesteps", "num_updates", "last_sync_timestep")
+_FIELDS = ("states", "actions", "next_states")
 
 
-def save_agent_state(path: str, state: dict, executor: Any) -> str:
-    """Pickles `state` plus the executor's random generator states into `path`/agent_state.pkl."""
-    payload = {"format_version": FORMAT_VERSION, "state": state, "rng": executor.get_rng_state(),
-               "backend": executor.backend}
-    filename = os.path.join(path, STATE_FILE)
-    tmp = filename + ".tmp"
-    with open(tmp, "wb") as handle:
-        pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, filename)  # No half-written checkpoint on a crash.
-    return filename
-
-
-def load_agent_state(path: str, agent_type: str) -> dict:
-    """Reads and checks `path`/agent_state.pkl.
+def save_agent_state(directory: str, agent: Any) -> None:
+    """Writes `agent`'s counters, observe buffers and random generator states into `directory`.
 
     Raises:
-        RLGraphCheckpointError: If it is missing, unreadable, or written by another agent type.
+        RLGraphCheckpointError: If a buffered value cannot be stored as plain data (an object
+            array) or an env id is not a None, bool, int, str or a tuple of them.
     """
-    filename = os.path.join(path, STATE_FILE)
-    if not os.path.isfile(filename):
-        raise RLGraphCheckpointError(f"no agent checkpoint in '{path}'", where=f"{agent_type}.load_model",
-                                     expected=f"a directory written by store_model (with {STATE_FILE})")
+    where = f"{agent.name}.store_model"
+    rng = agent.graph_executor.get_rng_state()
+    kind, keys, pos, has_gauss, cached = rng["numpy"]
+    arrays = {"rng/numpy_keys": np.asarray(keys, np.uint32)}
+    if rng.get("backend") is not None:
+        arrays["rng/backend"] = np.asarray(rng["backend"])
+    buffers = []
+    for i, (env_id, transitions) in enumerate(agent.buffers.buffers.items()):
+        buffers.append({"env_id": _encode_env_id(env_id, where), "length": len(transitions)})
+        if not transitions:
+            continue
+        states, actions, rewards, terminals, next_states = zip(*transitions)
+        arrays[f"buffers/{i}/rewards"] = np.asarray(rewards, np.float64)
+        arrays[f"buffers/{i}/terminals"] = np.asarray(terminals, bool)
+        for field, items in (("states", states), ("actions", actions), ("next_states", next_states)):
+            stacked = map_structure(lambda *xs: np.stack([np.asarray(x) for x in xs]), *items) \
+                if isinstance(items[0], (dict, tuple, list)) else np.stack([np.asarray(x) for x in items])
+            for key, value in flatten_op(stacked).items():
+                arrays[f"buffers/{i}/{field}{key}"] = value
+    for name, value in arrays.items():
+        if value.dtype.hasobject:
+            raise RLGraphCheckpointError(f"'{name}' holds python objects, which a checkpoint does not store",
+                                         where=where, hint="observe numpy arrays of the state space's dtype.")
+    state = {"format_version": FORMAT_VERSION, "agent_type": type(agent).__name__, "backend": agent.backend,
+             "counters": {key: int(getattr(agent, key)) for key in COUNTERS},
+             "max_timesteps": None if agent.max_timesteps is None else int(agent.max_timesteps),
+             "buffers": buffers,
+             "rng": {"numpy": {"kind": kind, "pos": int(pos), "has_gauss": int(has_gauss),
+                               "cached_gaussian": float(cached)},
+                     "backend": "rng/backend" in arrays}}
+    write_json(os.path.join(directory, STATE_FILE), state)
+    with open(os.path.join(directory, ARRAYS_FILE), "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def load_agent_state(directory: str, agent: Any) -> Dict[str, Any]:
+    """Reads and checks `directory`'s agent state against `agent`, without changing the agent.
+
+    Returns:
+        {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng"}.
+
+    Raises:
+        RLGraphCheckpointError: A missing or damaged file, a state of another agent type, or a
+            value out of range (negative counters, buffered actions outside the action space,
+            states of another shape, ...).
+    """
+    where = f"{type(agent).__name__}.load_model"
+    state = read_json(os.path.join(directory, STATE_FILE), where)
+    if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
+        raise RLGraphCheckpointError(f"'{STATE_FILE}' is not an rlgraph agent state of this version", where=where,
+                                     expected=f"format_version {FORMAT_VERSION}",
+                                     received=repr(state.get("format_version") if isinstance(state, dict)
+                                                   else type(state).__name__))
+    if state.get("agent_type") != type(agent).__name__:
+        raise RLGraphCheckpointError("the checkpoint was written by another agent type", where=where,
+                                     expected=type(agent).__name__, received=repr(state.get("agent_type")))
+    counters = state.get("counters")
+    if not isinstance(counters, dict) or sorted(counters) != sorted(COUNTERS):
+        raise RLGraphCheckpointError("the agent state's counters are incomplete", where=where,
+                                     expected=list(COUNTERS), received=repr(counters)[:200])
+    for key in COUNTERS:
+        _check_int(counters[key], f"counters.{key}", where)
+    if counters["last_sync_timestep"] > counters["timesteps"]:
+        raise RLGraphCheckpointError("the last target sync lies after the last step", where=where,
+                                     expected=f"last_sync_timestep <= timesteps ({counters['timesteps']})",
+                                     received=counters["last_sync_timestep"])
+    max_timesteps = state.get("max_timesteps")
+    if max_timesteps is not None:
+        _check_int(max_timesteps, "max_timesteps", where, minimum=1)
     try:
-        with open(filename, "rb") as handle:
-            payload = pickle.load(handle)
-    except Exception as error:  # noqa: BLE001 - a damaged pickle raises many types.
-        raise RLGraphCheckpointError(f"cannot read '{filename}' ({type(error).__name__}: {error})",
-                                     where=f"{agent_type}.load_model") from error
-    if not isinstance(payload, dict) or payload.get("format_version") not in (1, FORMAT_VERSION):
-        raise RLGraphCheckpointError(f"'{filename}' is not an rlgraph agent state", where=f"{agent_type}.load_model",
-                                     expected=f"format_version 1 or {FORMAT_VERSION}")
-    missing = sorted(set(REQUIRED_KEYS) - set(payload.get("state") or {})) if isinstance(payload.get("state"), dict) \
-        else list(REQUIRED_KEYS)
-    if missing or "rng" not in payload:
-        raise RLGraphCheckpointError(f"'{filename}' is incomplete", where=f"{agent_type}.load_model",
-                                     expected=list(REQUIRED_KEYS) + ["rng"], received=f"missing {missing}")
-    stored_type = payload["state"].get("agent_type")
-    if stored_type != agent_type:
-        raise RLGraphCheckpointError("the checkpoint was written by another agent type",
-                                     where=f"{agent_type}.load_model", expected=agent_type, received=stored_type)
-    if payload["format_version"] == 1:
-        payload["state"]["buffers"] = {env_id: [Transition(s, a, r, d, s_tp1) for s, a, r, s_tp1, d in buffer]
-                                       for env_id, buffer in payload["state"]["buffers"].items()}
-    return payload
+        with np.load(os.path.join(directory, ARRAYS_FILE), allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except Exception as error:  # noqa: BLE001 - a damaged npz raises many types.
+        raise RLGraphCheckpointError(f"cannot read '{ARRAYS_FILE}' ({type(error).__name__}: {error})",
+                                     where=where) from None
+    rng = _check_rng(state.get("rng"), arrays, where)
+    buffers = _read_buffers(state.get("buffers"), arrays, agent, where)
+    return {"counters": counters, "max_timesteps": max_timesteps, "buffers": buffers, "rng": rng,
+            "backend": state.get("backend")}
 
 
 def restore_rng(payload: dict, executor: Any) -> None:
-    """Restores the random generator states when the checkpoint comes from the same backend."""
+    """Restores the random generator states; the backend's only from a checkpoint of the same backend."""
+    rng = payload["rng"]
     if payload.get("backend") == executor.backend:
-        executor.set_rng_state(payload["rng"])
+        executor.set_rng_state(rng)
     else:
-        executor.set_rng_state({"numpy": payload["rng"]["numpy"], "backend": None})
+        executor.set_rng_state({"numpy": rng["numpy"], "backend": None})
+
+
+# --- Checks -------------------------------------------------------------------------------------------
+def _check_int(value: Any, name: str, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RLGraphCheckpointError(f"the agent state's '{name}' is damaged", where=where,
+                                     expected=f"an integer >= {minimum}", received=repr(value)[:100])
+    return value
+
+
+def _check_rng(rng: Any, arrays: Dict[str, np.ndarray], where: str) -> Dict[str, Any]:
+    numpy_state = rng.get("numpy") if isinstance(rng, dict) else None
+    keys = arrays.get("rng/numpy_keys")
+    if not isinstance(numpy_state, dict) or numpy_state.get("kind") != "MT19937" or keys is None or \
+            keys.shape != (624,) or keys.dtype != np.uint32:
+        raise RLGraphCheckpointError("the agent state's random generator state is damaged", where=where,
+                                     expected="an MT19937 state (624 uint32 keys)")
+    pos, has_gauss, cached = (numpy_state.get(k) for k in ("pos", "has_gauss", "cached_gaussian"))
+    if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos <= 624 or has_gauss not in (0, 1) or \
+            isinstance(cached, bool) or not isinstance(cached, (int, float)) or not np.isfinite(cached):
+        raise RLGraphCheckpointError("the agent state's random generator position is damaged", where=where,
+                                     received=repr(numpy_state)[:200])
+    backend = None
+    if rng.get("backend"):
+        backend = arrays.get("rng/backend")
+        if backend is None or backend.ndim != 1 or backend.dtype != np.uint8:
+            raise RLGraphCheckpointError("the agent state's backend random state is damaged", where=where)
+    return {"numpy": ("MT19937", keys, pos, has_gauss, float(cached)), "backend": backend}
+
+
+def _read_buffers(entries: Any, arrays: Dict[str, np.ndarray], agent: Any,
+                  where: str) -> Dict[Hashable, List[Transition]]:
+    if not isinstance(entries, list):
+        raise RLGraphCheckpointError("the agent state's buffers are damaged", where=where,
+                                     expected="a list of {env_id, length}", received=type(entries).__name__)
+    space = record_space(agent.preprocessed_state_space, agent.action_space)
+    leaves = {field: dict(space[field].flatten()) for field in _FIELDS}
+    capacity = agent.buffers.buffer_size
+    buffers: Dict[Hashable, List[Transition]] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or sorted(entry) != ["env_id", "length"]:
+            raise RLGraphCheckpointError(f"buffer {i} of the agent state is damaged", where=where,
+                                         received=repr(entry)[:200])
+        env_id = _decode_env_id(entry["env_id"], where)
+        # A buffer holds at most buffer_size transitions (it is flushed when it gets there).
+        length = _check_int(entry["length"], f"buffers[{i}].length", where)
+        if length > capacity:
+            raise RLGraphCheckpointError(f"buffer {i} holds more transitions than observe_spec allows", where=where,
+                                         expected=f"at most {capacity}", received=length)
+        if env_id in buffers:
+            raise RLGraphCheckpointError(f"env id {env_id!r} appears twice in the agent state", where=where)
+        buffers[env_id] = _read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
+    return buffers
+
+
+def _read_transitions(arrays: Dict[str, np.ndarray], prefix: str, length: int, leaves: Dict[str, dict],
+                      space: Any, where: str) -> List[Transition]:
+    def take(name: str, shape: Tuple[int, ...], kinds: str) -> np.ndarray:
+        value = arrays.get(f"{prefix}/{name}")
+        if value is None or value.shape != shape or value.dtype.kind not in kinds:
+            raise RLGraphCheckpointError(f"'{prefix}/{name}' of the agent state is missing or damaged", where=where,
+                                         expected=f"shape {shape}, dtype kind in '{kinds}'",
+                                         received=None if value is None else f"{value.shape} {value.dtype}")
+        return value
+
+    rewards = take("rewards", (length,), "f")
+    terminals = take("terminals", (length,), "b")
+    if not np.all(np.isfinite(rewards)):
+        raise RLGraphCheckpointError(f"'{prefix}/rewards' of the agent state holds non-finite values", where=where)
+    fields = {}
+    for field, flat in leaves.items():
+        values = {}
+        for key, leaf in flat.items():
+            value = take(field + key, (length,) + tuple(leaf.shape), _dtype_kinds(leaf.dtype))
+            if isinstance(leaf, IntBox) and not leaf.contains(value):
+                raise RLGraphCheckpointError(f"'{prefix}/{field}{key}' of the agent state lies outside its space",
+                                             where=where, expected=leaf, received=f"[{value.min()}, {value.max()}]")
+            values[key] = value
+        fields[field] = unflatten_op(values) if list(values) != [""] else values[""]
+    return [Transition(batch_row(fields["states"], t), batch_row(fields["actions"], t), float(rewards[t]),
+                       bool(terminals[t]), batch_row(fields["next_states"], t)) for t in range(length)]
+
+
+def _dtype_kinds(dtype: Any) -> str:
+    kind = np.dtype(dtype).kind if not isinstance(dtype, str) or dtype not in ("str", "string") else "U"
+    return {"f": "fiu", "i": "iub", "u": "iub", "b": "b", "U": "US", "S": "US"}.get(kind, kind)
+
+
+# --- Env ids ------------------------------------------------------------------------------------------
+def _encode_env_id(env_id: Hashable, where: str) -> Any:
+    if env_id is None or isinstance(env_id, (bool, str)):
+        return {"value": env_id}
+    if isinstance(env_id, (int, np.integer)):
+        return {"int": int(env_id)}
+    if isinstance(env_id, tuple):
+        return {"tuple": [_encode_env_id(part, where) for part in env_id]}
+    raise RLGraphCheckpointError("an env id of the observe buffers cannot be stored", where=where,
+                                 expected="None, a bool, int, str or a tuple of them", received=repr(env_id)[:100])
+
+
+def _decode_env_id(encoded: Any, where: str) -> Hashable:
+    if isinstance(encoded, dict) and len(encoded) == 1:
+        (kind, value), = encoded.items()
+        if kind == "value" and (value is None or isinstance(value, (bool, str))):
+            return value
+        if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if kind == "tuple" and isinstance(value, list):
+            return tuple(_decode_env_id(part, where) for part in value)
+    raise RLGraphCheckpointError("an env id of the agent state is damaged", where=where, received=repr(encoded)[:100])

@@ -1,6 +1,7 @@
 """`DQNAgent`: DQN with double Q, dueling heads, Huber loss, n-step returns and prioritized replay."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 import numpy as np
@@ -9,12 +10,16 @@ from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
 from rlgraph.agents.records import record_space, to_record
 from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
+from rlgraph.agents.specs import check_number
 from rlgraph.components.component import Component
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
+from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+
+logger = logging.getLogger(__name__)
 
 
 class DQNAgent(Agent):
@@ -54,12 +59,27 @@ class DQNAgent(Agent):
         if isinstance(n_step, bool) or not isinstance(n_step, int) or n_step < 1:
             raise RLGraphSpecError("n_step must be an integer >= 1", where="DQNAgent(n_step)", received=repr(n_step))
         self.n_step = n_step
+        owner = type(self).__name__
+        if memory_spec is not None and not isinstance(memory_spec, dict):
+            raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
+                                   expected='e.g. {"type": "replay-memory", "capacity": 10000}',
+                                   received=repr(memory_spec))
         self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 1000})
+        if "capacity" in self.memory_spec:  # (The memory itself refuses a capacity its records cannot fit in RAM.)
+            self.memory_spec["capacity"] = check_number(self.memory_spec["capacity"], "memory_spec.capacity", owner,
+                                                        low=1, integer=True)
         self.store_last_memory_batch = store_last_memory_batch
         self.store_last_q_table = store_last_q_table
         self.last_memory_batch = None
         self.last_q_table = None
         super().__init__(**kwargs)
+        memory = self.root_component.memory if self.root_component.memory is not None else self.replay.memory
+        capacity = memory.capacity
+        if self.update_spec["batch_size"] > capacity:
+            # Sampling is with replacement, so this runs; but every batch then repeats records.
+            logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
+                           "repeats records. Lower the batch size or raise memory_spec.capacity.", owner,
+                           self.update_spec["batch_size"], capacity)
 
     def _n_step(self) -> int:
         return self.n_step
@@ -100,6 +120,10 @@ class DQNAgent(Agent):
             records=record_space(self.preprocessed_state_space, self.action_space),
             importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
         if memory is not None:
+            # Already here (not only at build, where the memory checks it too): a memory too large
+            # for the RAM fails at construction, also with auto_build=False.
+            check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]),
+                              memory.global_scope)
             self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
         if memory is not None and self.root_component.prioritized:
             self.input_spaces.update(indices=IntBox(memory.capacity, **batch), priorities=FloatBox(**batch))
@@ -162,6 +186,8 @@ class DQNAgent(Agent):
 
         Raises:
             RLGraphError: If `batch` lacks one of those keys or has another.
+            RLGraphNonFiniteError: If the loss is NaN or inf (with `execution_spec.nan_check`
+                "raise"); the optimizer step has been taken then.
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         executor = self._executor()
@@ -174,6 +200,7 @@ class DQNAgent(Agent):
             records, weights = self._record_and_weights(batch, "update(batch)")
             loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [records, weights, tp]))
         self.num_updates += 1
+        self._check_loss(loss, "update")
         return loss, loss_per_item
 
     def _sync_target_if_due(self) -> None:
@@ -184,9 +211,21 @@ class DQNAgent(Agent):
 
     def _record_and_weights(self, batch: dict, method: str) -> tuple:
         """(the record, importance weights [B] float32: ones when `batch` has none)."""
-        records = to_record(batch, f"{self.name}.{method}", optional=("importance_weights",))
+        where = f"{self.name}.{method}"
+        # The same checks as `observe` and `import_observations`: shapes, action ranges, NaN/inf.
+        records = to_record(batch, where, optional=("importance_weights",), checks=self._data_checks)
         weights = batch.get("importance_weights")
-        weights = np.ones_like(records["rewards"]) if weights is None else np.asarray(weights, np.float32)
+        if weights is None:
+            return records, np.ones_like(records["rewards"])
+        try:
+            weights = np.asarray(weights, np.float32)
+        except (TypeError, ValueError) as error:
+            raise RLGraphSpaceError(FloatBox(), "importance weights must be numbers", where=f"{where}['importance_weights']",
+                                    expected=f"float32 [{len(records['rewards'])}]", received=repr(weights)[:80]) from error
+        if weights.shape != records["rewards"].shape or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise RLGraphSpaceError(FloatBox(), "importance weights must be one finite value >= 0 per transition",
+                                    where=f"{where}['importance_weights']", expected=f"float32 [{len(records['rewards'])}]",
+                                    received=f"shape {weights.shape}, values {weights.ravel()[:5].tolist()}")
         return records, weights
 
     def memory_size(self) -> int:
@@ -202,9 +241,11 @@ class DQNAgent(Agent):
             self._executor().execute("reset_preprocessor")
 
     # --- Checkpoints ----------------------------------------------------------------------------
-    def _python_state(self) -> dict:
-        return dict(super()._python_state(), **self.replay.state())
+    def _save_files(self, directory: str) -> None:
+        self.replay.save_files(directory)
 
-    def _set_python_state(self, state: dict) -> None:
-        super()._set_python_state(state)
-        self.replay.set_state(state)
+    def _check_files(self, directory: str) -> Any:
+        return self.replay.check_files(directory)
+
+    def _load_files(self, checked: Any) -> None:
+        self.replay.load_files(checked)

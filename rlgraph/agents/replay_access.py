@@ -7,11 +7,15 @@ checkpoint state. Both take and give records (`rlgraph/agents/records.py`).
 from __future__ import annotations
 
 import abc
+import os
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
+
+# The file of a python replay memory in an agent checkpoint.
+MEMORY_FILE = "python_memory.npz"
 
 
 class ReplayAccess(abc.ABC):
@@ -43,12 +47,15 @@ class ReplayAccess(abc.ABC):
     def size(self) -> int:
         """The number of stored transitions."""
 
-    def state(self) -> dict:
-        """What a checkpoint's python state must hold beyond the graph's variables."""
-        return {}
+    def save_files(self, directory: str) -> None:
+        """Writes what a checkpoint must hold beyond the graph's variables into `directory`."""
 
-    def set_state(self, state: dict) -> None:
-        """Restores what `state` wrote (from a checkpoint's python state)."""
+    def check_files(self, directory: str) -> Any:
+        """Reads and validates what `save_files` wrote, without changing the memory."""
+        return None
+
+    def load_files(self, checked: Any) -> None:
+        """Restores what `check_files` validated."""
 
 
 class GraphReplay(ReplayAccess):
@@ -109,9 +116,16 @@ class PythonReplay(ReplayAccess):
     def size(self) -> int:
         return self.memory.get_size()
 
-    def state(self) -> dict:
-        return {"python_memory": self.memory}
+    def save_files(self, directory: str) -> None:
+        if self.memory.record_space is not None:  # (Nothing inserted yet: nothing to store.)
+            self.memory.save(os.path.join(directory, MEMORY_FILE))
 
-    def set_state(self, state: dict) -> None:
-        if "python_memory" in state:
-            self.memory = state["python_memory"]
+    def check_files(self, directory: str) -> Any:
+        path = os.path.join(directory, MEMORY_FILE)
+        return self.memory.check_file(path, full=True) if os.path.exists(path) else None
+
+    def load_files(self, checked: Any) -> None:
+        if checked is None:
+            self.memory.clear()
+        else:
+            self.memory.restore(checked)

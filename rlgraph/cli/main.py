@@ -10,16 +10,21 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from typing import List, Optional
 
 import numpy as np
 
 import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError
 
 # Exit status of a sub-command that needs an optional package (or backend) that is not installed.
 EXIT_UNAVAILABLE = 3
+# Seeds go to numpy's RandomState (the range of execution_spec.seed), the backends and the environments.
+MAX_SEED = 2 ** 32 - 1
+# What `rlgraph visualize` writes: SVG (drawn by rlgraph itself) or Graphviz DOT text.
+VISUALIZE_FORMATS = (".svg", ".dot")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,6 +81,7 @@ def _train(args) -> int:
         backend = normalize_backend(config.get("backend") or default_backend())
         name = os.path.splitext(os.path.basename(args.config))[0]
         output_dir = os.path.join("runs", f"{name}-{backend}-{time.strftime('%Y%m%d-%H%M%S')}")
+    _make_directory(output_dir, "rlgraph train --output-dir")
     summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address)
     evaluations = ", ".join(f"{step}: {value:.1f}" for step, value in summary["evaluations"]) or "none"
     print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
@@ -94,8 +100,11 @@ def _train(args) -> int:
 def _evaluate(args) -> int:
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
+    from rlgraph.utils.checkpoint_dir import verify_checkpoint
+    # The whole checkpoint is verified against its manifest before its config is even read.
+    manifest = verify_checkpoint(args.checkpoint, None, "rlgraph evaluate")
     config_file = os.path.join(args.checkpoint, "config.json")
-    if not os.path.isfile(config_file):
+    if "config.json" not in manifest["files"]:
         raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=args.checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
     config = resolve_config(config_file, env=args.env)
@@ -116,17 +125,29 @@ def _visualize(args) -> int:
     from rlgraph.execution.training import make_agent_and_env, resolve_config
     from rlgraph.graphs.svg import component_graph_to_svg
     from rlgraph.graphs.visualization import component_graph_to_dot
+    output = args.output or os.path.splitext(os.path.basename(args.config))[0] + ".svg"
+    extension = os.path.splitext(output)[1].lower()
+    if extension not in VISUALIZE_FORMATS:
+        raise RLGraphError("unsupported output format", where="rlgraph visualize --output",
+                           expected=f"a file name ending in {' or '.join(VISUALIZE_FORMATS)}", received=output,
+                           hint="rlgraph draws SVG itself and has no PNG renderer; convert the .svg with an "
+                                "SVG tool, or render the .dot with Graphviz.")
+    # Checked before the (slow) build, so that a bad path fails at once.
+    _make_directory(os.path.dirname(output), "rlgraph visualize --output")
     config = resolve_config(args.config, env=args.env, backend=args.backend)
     agent, _ = make_agent_and_env(config)
     builder = agent.graph_executor.graph_builder
-    output = args.output or os.path.splitext(os.path.basename(args.config))[0] + ".svg"
     title = f"{type(agent).__name__} ({agent.backend})"
-    if output.endswith(".dot"):
+    if extension == ".dot":
         text = component_graph_to_dot(agent.root_component, builder.edges, title=title)
     else:
         text = component_graph_to_svg(agent.root_component, builder.edges, title=title)
-    with open(output, "w") as handle:
-        handle.write(text)
+    try:
+        with open(output, "w") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise RLGraphError(f"cannot write the file ({error.strerror})", where="rlgraph visualize --output",
+                           received=output) from error
     print(f"rlgraph visualize: wrote {output} ({len(agent.root_component.get_all_sub_components())} components, "
           f"{len(builder.edges)} traced calls).")
     agent.terminate()
@@ -144,6 +165,31 @@ def _benchmark(args) -> int:
     return 0
 
 
+def _make_directory(path: str, where: str) -> None:
+    """Creates directory `path` (and its parents) unless it exists; "" is the working directory."""
+    if not path:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise RLGraphError("the path is a file, not a directory", where=where, expected="a directory", received=path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:  # A file in the way (FileExistsError, NotADirectoryError), no permission, ...
+        raise RLGraphError(f"cannot create the directory ({error.strerror or error})", where=where,
+                           expected="a directory or a path where one can be created", received=path) from error
+
+
+def _check_options(args) -> None:
+    """Range checks of the numeric options, before anything is loaded or built."""
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise RLGraphError("seed out of range", where=f"rlgraph {args.command} --seed",
+                           expected=f"an int in [0, {MAX_SEED}]", received=seed)
+    episodes = getattr(args, "episodes", None)
+    if episodes is not None and episodes < 1:
+        raise RLGraphError("at least one episode is needed", where=f"rlgraph {args.command} --episodes",
+                           expected="an int >= 1", received=episodes)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `rlgraph` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -151,8 +197,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _info()
     commands = {"train": _train, "evaluate": _evaluate, "visualize": _visualize, "benchmark": _benchmark}
     try:
+        _check_options(args)
         return commands[args.command](args)
     except RLGraphError as error:
+        cause = error.__cause__
+        if isinstance(error, RLGraphEnvError) and cause is not None:
+            # The environment's own code failed: its traceback is what the user needs to fix it.
+            traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
         prefix, text = f"rlgraph {args.command}", str(error)
         print(text if text.startswith(prefix) else f"{prefix}: {text}", file=sys.stderr)
         # A benchmark that needs an optional package or a backend that is not installed

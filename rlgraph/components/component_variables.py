@@ -178,6 +178,12 @@ class ComponentVariablesMixin:
             raise RLGraphError("no names given", where=f"{self.global_scope}.get_variables_by_name")
         return self.get_variables(*names, **kwargs)
 
+    def check_restored_variables(self, values: Dict[str, Any], where: str) -> None:
+        """Checks values about to be restored into this component's variables (local name ->
+        numpy array, shapes already checked) before anything is written; components whose
+        variables must stay in a range (a memory's positions) raise `RLGraphCheckpointError`.
+        The default accepts every value of the right shape."""
+
     def variable_records_of_tree(self) -> Dict[str, VariableRecord]:
         """Global name -> record for every variable of this sub-tree."""
         out = {}

@@ -16,25 +16,31 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 import os
+import shutil
 import time
 from functools import partial
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
-from rlgraph.agents.specs import check_spec
+from rlgraph.agents.specs import (SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS, check_number, check_saver_spec,
+                                  check_seed, check_spec, check_summary_spec)
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
-from rlgraph.utils.specifiable import load_spec_file
+from rlgraph.utils.specifiable import load_json_text, load_spec_file
 
+logger = logging.getLogger(__name__)
+
+# The valid values are checked by `check_training_spec` (and listed in docs/agents.md).
 TRAINING_SPEC_DEFAULTS: Dict[str, Any] = {
-    "num_timesteps": 50000,          # env steps to train
-    "num_environments": 1,           # envs stepped together by the worker
+    "num_timesteps": 50000,          # env steps to train (>= 1)
+    "num_environments": 1,           # envs stepped together by the worker (>= 1)
     "max_timesteps_per_episode": 0,  # 0: the env's own limit
     "evaluation_interval": 5000,     # env steps between greedy evaluations (0: none)
-    "evaluation_episodes": 5,
-    "stop_at_return": None,          # stop once an evaluation's mean return reaches this
+    "evaluation_episodes": 5,        # (>= 1)
+    "stop_at_return": None,          # stop once an evaluation's mean return reaches this (a number or None)
     "checkpoint_interval": 0,        # env steps between checkpoints (0: only the final one)
-    "log_interval": 1000,            # env steps per progress/log chunk
+    "log_interval": 1000,            # env steps per progress/log chunk (>= 1)
 }
 
 
@@ -50,7 +56,7 @@ def apply_overrides(config: dict, overrides: Iterable[str]) -> dict:
             raise RLGraphSpecError("an override must look like key.path=value", where="--set", received=item)
         path, text = item.split("=", 1)
         try:
-            value = json.loads(text)
+            value = load_json_text(text, repr(item), where="--set")  # Bounded in size and depth.
         except json.JSONDecodeError:
             value = text
         node = config
@@ -65,24 +71,73 @@ def apply_overrides(config: dict, overrides: Iterable[str]) -> dict:
 
 def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
                    seed: Optional[int] = None, overrides: Iterable[str] = ()) -> dict:
-    """The run's full config: file or dict, then the overrides, then the explicit arguments."""
-    config = load_spec_file(config) if isinstance(config, str) else copy.deepcopy(dict(config))
+    """The run's full config: file or dict, then the overrides, then the explicit arguments.
+
+    Raises:
+        RLGraphSpecError: For a config that is not a mapping, or invalid overrides/sections.
+    """
+    source = config if isinstance(config, str) else "config"
+    config = load_spec_file(config) if isinstance(config, str) else config
+    if not isinstance(config, Mapping):
+        raise RLGraphSpecError("a config must be a mapping", where=f"train({source!r})",
+                               expected='a dict (JSON object, YAML mapping) such as {"type": "dqn", ...}',
+                               received=repr(config)[:80])
+    config = copy.deepcopy(dict(config))
     config = apply_overrides(config, overrides)
     if env is not None:
         config["environment_spec"] = {"type": "openai-gym", "gym_env": env} if isinstance(env, str) else env
     if "environment_spec" not in config:
         raise RLGraphSpecError("no environment", where="train", hint="give --env ID or an environment_spec section.")
-    training = dict(config.get("training_spec") or {})
+    training = check_spec(config.get("training_spec"), TRAINING_SPEC_DEFAULTS, "training_spec", "train")
     if num_timesteps is not None:
-        training["num_timesteps"] = int(num_timesteps)
-    config["training_spec"] = check_spec(training, TRAINING_SPEC_DEFAULTS, "training_spec", "train")
+        training["num_timesteps"] = num_timesteps
+    config["training_spec"] = check_training_spec(training)
+    _check_run_specs(config)
     if backend is not None:
         config["backend"] = backend
-    if seed is not None:
-        config.setdefault("execution_spec", {})["seed"] = int(seed)
     execution = config.setdefault("execution_spec", {})
+    if not isinstance(execution, dict):
+        raise RLGraphSpecError("execution_spec must be a dict", where="train(execution_spec)", received=repr(execution))
+    if seed is not None:
+        execution["seed"] = check_seed(seed, "--seed", "train", allow_none=False)
     execution.setdefault("max_timesteps", config["training_spec"]["num_timesteps"])
     return config
+
+
+def check_training_spec(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """Checks (and normalizes, e.g. 1e5 -> 100000) the values of a full `training_spec` in place.
+
+    Raises:
+        RLGraphSpecError: Naming the key (e.g. "training_spec.log_interval"), its range and the value.
+    """
+    for key, low in (("num_timesteps", 1), ("num_environments", 1), ("max_timesteps_per_episode", 0),
+                     ("evaluation_interval", 0), ("evaluation_episodes", 1), ("checkpoint_interval", 0),
+                     ("log_interval", 1)):
+        spec[key] = check_number(spec[key], f"training_spec.{key}", "train", low=low, integer=True,
+                                 hint="0 switches it off." if low == 0 and "interval" in key else None)
+    spec["stop_at_return"] = check_number(spec["stop_at_return"], "training_spec.stop_at_return", "train",
+                                          allow_none=True, hint="null trains for all num_timesteps.")
+    return spec
+
+
+def _check_run_specs(config: dict) -> None:
+    """Checks the `saver_spec` and `summary_spec` that `RunLogs` reads; `saver_spec.checkpoint_frequency`
+    (the original RLgraph's key) sets `training_spec.checkpoint_interval`."""
+    if config.get("summary_spec") is not None:
+        config["summary_spec"] = check_summary_spec(
+            check_spec(config["summary_spec"], SUMMARY_SPEC_DEFAULTS, "summary_spec", "train"), "train")
+    if config.get("saver_spec") is None:
+        return
+    saver = config["saver_spec"] = check_saver_spec(
+        check_spec(config["saver_spec"], SAVER_SPEC_DEFAULTS, "saver_spec", "train"), "train")
+    frequency, training = saver["checkpoint_frequency"], config["training_spec"]
+    if frequency is not None:
+        if training["checkpoint_interval"] not in (0, frequency):
+            raise RLGraphSpecError("saver_spec.checkpoint_frequency and training_spec.checkpoint_interval differ",
+                                   where="train(saver_spec.checkpoint_frequency)",
+                                   expected=f"training_spec.checkpoint_interval {training['checkpoint_interval']}",
+                                   received=frequency, hint="both are env steps between checkpoints: set one.")
+        training["checkpoint_interval"] = frequency
 
 
 def is_distributed(config: dict) -> bool:
@@ -180,13 +235,26 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
                     solved_at = steps
             if logs and steps >= next_checkpoint:
                 next_checkpoint += spec["checkpoint_interval"]
-                logs.checkpoint(f"step-{steps}", partial(agent.store_model, add_timestep=False))
+                logs.periodic_checkpoint(steps, partial(agent.store_model, add_timestep=False))
             if bar is not None:
                 bar.update(stats["timesteps_executed"])
                 bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}",
                                 eval=f"{evaluations[-1][1]:.1f}" if evaluations else "-")
             if solved_at is not None:
                 break
+    except BaseException:
+        # A failed (or interrupted) run still leaves consistent files: every finished episode (those
+        # of a chunk an env failure cut short too) in episodes.csv and the curve, the logs flushed and
+        # closed. There is no final checkpoint: the agent may be in a broken state.
+        if logs:
+            cut = worker.interrupted_stats
+            if cut is not None:
+                logs.log_episodes(cut["episode_end_steps"], cut["episode_returns"], cut["episode_lengths"])
+            logs.close()
+        worker.terminate()
+        if evaluator is not None:
+            evaluator.terminate()
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -238,7 +306,12 @@ class RunLogs:
         self.episodes = CSVLogger(os.path.join(output_dir, "episodes.csv"), ["step", "episode", "return", "length"])
         self.evaluations = CSVLogger(os.path.join(output_dir, "evaluations.csv"),
                                      ["step", "mean_return", "min_return", "max_return"])
-        self.tensorboard = TensorBoardWriter(os.path.join(output_dir, "tensorboard"))
+        # summary_spec/saver_spec as `resolve_config` checked them (defaults where a config has none).
+        summary = dict(SUMMARY_SPEC_DEFAULTS, **(config.get("summary_spec") or {}))
+        self.tensorboard = TensorBoardWriter(summary["directory"] or os.path.join(output_dir, "tensorboard"))
+        self.summary_interval, self.last_scalar_step = summary["summary_interval"], None
+        self.max_checkpoints = dict(SAVER_SPEC_DEFAULTS, **(config.get("saver_spec") or {}))["max_checkpoints"]
+        self.periodic_checkpoints = []  # Paths of this run's step-N checkpoints, oldest first.
         self.curve_steps, self.curve_returns, self.episode_count = [], [], 0
 
     def log_chunk(self, stats: dict, agent: Any) -> None:
@@ -259,8 +332,12 @@ class RunLogs:
             self.curve_returns.append(ret)
 
     def log_scalars(self, step: int, scalars: Dict[str, float]) -> None:
-        for name, value in scalars.items():
-            self.tensorboard.add_scalar(name, value, step)
+        """TensorBoard points of the training scalars, at most one per `summary_spec.summary_interval`
+        env steps (the first chunk's always); then flushes the event file."""
+        if self.last_scalar_step is None or step - self.last_scalar_step >= self.summary_interval:
+            self.last_scalar_step = step
+            for name, value in scalars.items():
+                self.tensorboard.add_scalar(name, value, step)
         self.tensorboard.flush()
 
     def log_evaluation(self, step: int, result: dict) -> None:
@@ -268,16 +345,32 @@ class RunLogs:
                               "min_return": result["min_episode_return"], "max_return": result["max_episode_return"]})
         self.tensorboard.add_scalar("eval/mean_return", result["mean_episode_return"], step)
 
-    def checkpoint(self, name: str, store: Callable[[str], str]) -> str:
-        """checkpoints/`name`: what `store(path)` writes there, plus the run's config.json."""
-        path = store(os.path.join(self.output_dir, "checkpoints", name))
-        with open(os.path.join(path, "config.json"), "w") as handle:
-            json.dump(self.config, handle, indent=2, default=str)
+    def checkpoint(self, name: str, store: Callable[..., str]) -> str:
+        """checkpoints/`name`: what `store(path, extra_files=...)` writes there, with the run's
+        config.json inside the checkpoint (so its manifest covers the config too)."""
+        return store(os.path.join(self.output_dir, "checkpoints", name), extra_files={"config.json": self.config})
+
+    def periodic_checkpoint(self, step: int, store: Callable[..., str]) -> str:
+        """checkpoints/step-`step` (see `checkpoint`); beyond `saver_spec.max_checkpoints` the
+        oldest step-N checkpoints of this run are deleted (the final one is always kept)."""
+        path = self.checkpoint(f"step-{step}", store)
+        self.periodic_checkpoints.append(path)
+        while self.max_checkpoints is not None and len(self.periodic_checkpoints) > self.max_checkpoints:
+            old = self.periodic_checkpoints.pop(0)
+            try:
+                shutil.rmtree(old)
+            except OSError as error:
+                logger.warning("could not delete the old checkpoint %s (saver_spec.max_checkpoints): %s", old, error)
         return path
 
     def finish(self, store: Callable[[str], str]) -> Dict[str, str]:
-        from rlgraph.utils.run_logs import plot_learning_curve
         checkpoint = self.checkpoint("final", store)
+        return {"output_dir": self.output_dir, "checkpoint": checkpoint, "learning_curve": self.close()}
+
+    def close(self) -> str:
+        """Closes the logs (all rows are on disk then) and plots learning_curve.png from the
+        episodes logged so far; returns the plot's path. A failed run ends here too."""
+        from rlgraph.utils.run_logs import plot_learning_curve
         self.tensorboard.close()
         self.episodes.close()
         self.evaluations.close()
@@ -286,4 +379,4 @@ class RunLogs:
         env_name = env.get("gym_env", env.get("game", env.get("type"))) if isinstance(env, dict) else env
         title = f"{self.config.get('type', 'agent')} on {env_name}"
         plot_learning_curve(self.curve_steps, self.curve_returns, curve, title=title)
-        return {"output_dir": self.output_dir, "checkpoint": checkpoint, "learning_curve": curve}
+        return curve

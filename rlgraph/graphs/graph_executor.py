@@ -15,7 +15,7 @@ import numpy as np
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphNonFiniteError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
 
@@ -49,6 +49,8 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
 
     @classmethod
     def resolve_type(cls, type_: Any):
+        """A backend name ("tf", "pytorch", ...) picks that backend's executor; anything else
+        resolves as in `Specifiable.resolve_type` (so it must be a `GraphExecutor` class)."""
         if isinstance(type_, str):
             try:
                 backend = normalize_backend(type_)
@@ -219,10 +221,22 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         return {k: self._read(r.variable) for k, r in records.items()}
 
     def set_weights(self, weights: Dict[str, Any], rate: float = 1.0) -> None:
-        """Writes `weights` (global name -> value); `rate` < 1 blends: new = rate*w + (1-rate)*old."""
+        """Writes `weights` (global name -> value); `rate` < 1 blends: new = rate*w + (1-rate)*old.
+
+        Every value is checked before any is written.
+
+        Raises:
+            RLGraphError: For an unknown name, a wrong shape, or a soft update of a non-float variable.
+            RLGraphNonFiniteError: For a NaN, or an inf in a variable that does not start out holding
+                infinities (a prioritized memory's min-tree does: +inf is its neutral element).
+        """
         if not 0.0 <= rate <= 1.0:
             raise RLGraphError("rate must be in [0, 1]", where=f"{self._where()}.set_weights", received=rate)
         records = self._records()
+        if not isinstance(weights, dict):
+            raise RLGraphError("weights must be a dict of variable name -> array", where=f"{self._where()}.set_weights",
+                               expected="a dict as get_weights() returns it", received=type(weights).__name__)
+        writes = []
         for name, value in weights.items():
             if name not in records:
                 guess = closest_match(name, list(records))
@@ -230,7 +244,14 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                                    expected=sorted(records), hint=f"did you mean '{guess}'?" if guess else None)
             variable = records[name].variable
             current = self._read(variable)
-            value = np.asarray(value)
+            try:
+                value = np.asarray(value)
+                if value.dtype.kind not in "biuf":
+                    raise TypeError(f"dtype {value.dtype}")
+            except (TypeError, ValueError) as error:  # Ragged lists, strings, objects.
+                raise RLGraphError(f"weights for '{name}' are no numeric array ({error})",
+                                   where=f"{self._where()}.set_weights", expected=f"{current.dtype} {current.shape}",
+                                   received=repr(value)[:80]) from None
             if value.shape != current.shape:
                 raise RLGraphError(f"weights for '{name}' have the wrong shape", where=f"{self._where()}.set_weights",
                                    expected=current.shape, received=value.shape)
@@ -239,7 +260,13 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                     raise RLGraphError(f"soft update of non-float variable '{name}'",
                                        where=f"{self._where()}.set_weights", hint="use rate=1.0.")
                 value = rate * value + (1.0 - rate) * current
-            self._assign(variable, value.astype(current.dtype))
+            with np.errstate(over="ignore"):  # (A value beyond the dtype's range becomes inf: refused below.)
+                value = value.astype(current.dtype)
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                _check_non_finite(name, value, records[name].initial, f"{self._where()}.set_weights")
+            writes.append((variable, value))
+        for variable, value in writes:
+            self._assign(variable, value)
 
     # --- Saving -------------------------------------------------------------------------------------
     def store_model(self, path: Optional[str] = None, add_timestep: bool = False) -> str:
@@ -255,10 +282,30 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
     def load_model(self, path: str) -> None:
         """Restores all variables from a `store_model` path.
 
+        Everything is read and checked first (every variable present with its shape and a
+        compatible dtype; components' own range checks, e.g. a memory's positions within its
+        capacity); only then are the variables written.
+
         Raises:
-            RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph.
+            RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph;
+                no variable changes then.
         """
-        self._load(path)
+        values = self._read_checkpoint(path)
+        records = self._records()
+        missing = sorted(set(records) - set(values))
+        wrong = [f"{k}: {tuple(values[k].shape)} vs {tuple(self._read(r.variable).shape)}"
+                 for k, r in records.items() if k in values and
+                 tuple(values[k].shape) != tuple(self._read(r.variable).shape)]
+        if missing or wrong:
+            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph",
+                                         where=f"{self._where()}.load_model", expected="the same variables and shapes",
+                                         received=f"missing {missing}, wrong shapes {wrong}")
+        for component in self.root_component.get_all_sub_components():
+            own = {name[len(component.global_scope) + 1:]: values[name] for name in component.variable_records}
+            if own:
+                component.check_restored_variables(own, where=f"{self._where()}.load_model({path})")
+        for name, record in records.items():
+            self._assign(record.variable, values[name])
 
     def export_graph(self, path: str) -> str:
         """Exports the graph for serving without rlgraph's build (TF: SavedModel; PyTorch: a module)."""
@@ -297,8 +344,13 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         """Backend hook."""
 
     @abc.abstractmethod
-    def _load(self, path: str) -> None:
-        """Backend hook."""
+    def _read_checkpoint(self, path: str) -> dict:
+        """Backend hook: global variable name -> numpy value of each variable stored at `path`
+        (read and integrity-checked only; nothing is assigned).
+
+        Raises:
+            RLGraphCheckpointError: A missing or unreadable file.
+        """
 
     @abc.abstractmethod
     def _export(self, path: str) -> str:
@@ -329,3 +381,16 @@ def numpy_structure(output: Any, to_numpy) -> Any:
         items = [numpy_structure(v, to_numpy) for v in output]
         return type(output)(*items) if hasattr(output, "_fields") else type(output)(items)
     return output if output is None else to_numpy(output)
+
+
+def _check_non_finite(name: str, value: np.ndarray, initial: Any, where: str) -> None:
+    """Raises for the NaN or inf in `value` (weights for variable `name`), unless it holds only
+    infinities and the variable's `initial` value holds some too (then they are its own)."""
+    nan = np.isnan(value)
+    if not nan.any() and not np.isfinite(np.asarray(initial, dtype=np.float64)).all():
+        return
+    index = tuple(int(i) for i in np.argwhere(nan if nan.any() else ~np.isfinite(value))[0])
+    raise RLGraphNonFiniteError(f"weights for '{name}' hold a non-finite value at index {index}", where=where,
+                                received=value[index].item(),
+                                hint="weights with NaN/inf come from a diverged run (check its losses); nothing "
+                                     "was written.")

@@ -102,7 +102,7 @@ class PyTorchExecutor(GraphExecutor):
         torch.save(state, path)
         return path
 
-    def _load(self, path: str) -> None:
+    def _read_checkpoint(self, path: str) -> dict:
         import torch
         if not os.path.exists(path) and os.path.exists(path + ".pt"):
             path += ".pt"
@@ -113,24 +113,14 @@ class PyTorchExecutor(GraphExecutor):
         except Exception as error:  # noqa: BLE001 - torch raises several types for damaged files.
             raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__}: {error})",
                                          where=f"{self._where()}.load_model") from error
-        records = self._records()
-        if not isinstance(state, dict):
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise RLGraphCheckpointError(f"'{path}' is not an rlgraph checkpoint", where=self._where(),
                                          received=type(state).__name__)
         stored = state.pop(_CHECKSUM_KEY, None)
         if stored is not None and bytes(stored.numpy().tobytes()) != _digest(state):
             raise RLGraphCheckpointError(f"checkpoint '{path}' is damaged: its contents do not match their digest",
                                          where=f"{self._where()}.load_model", hint="restore the file from a copy.")
-        missing = sorted(set(records) - set(state))
-        wrong = [f"{k}: {tuple(state[k].shape)} vs {tuple(r.variable.shape)}" for k, r in records.items()
-                 if k in state and tuple(state[k].shape) != tuple(r.variable.shape)]
-        if missing or wrong:
-            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph", where=self._where(),
-                                         expected="the same variables and shapes",
-                                         received=f"missing {missing}, wrong shapes {wrong}")
-        with torch.no_grad():
-            for key, record in records.items():
-                record.variable.copy_(state[key])
+        return {name: tensor.numpy() for name, tensor in state.items()}
 
     def _export(self, path: str) -> str:
         import torch

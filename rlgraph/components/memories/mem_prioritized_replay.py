@@ -8,6 +8,7 @@ import numpy as np
 
 from rlgraph.components.helpers.min_sum_segment_tree import MinSumSegmentTree
 from rlgraph.components.memories.memory import write_npz
+from rlgraph.components.memories.memory_size import check_memory_size, record_bytes
 from rlgraph.spaces import Space, get_space_from_op
 from rlgraph.utils.nest import flatten_op, unflatten_op
 from rlgraph.utils.rlgraph_errors import (RLGraphCheckpointError, RLGraphError, RLGraphSpaceError,
@@ -67,13 +68,16 @@ class MemPrioritizedReplay:
             raise RLGraphSpecError("record_space must be a Space", where=f"{name}(record_space)",
                                    received=type(record_space).__name__,
                                    hint="or None to infer it from the first insert")
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool)):
-            raise RLGraphSpecError("seed must be an int or None", where=f"{name}(seed)", received=repr(seed))
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or
+                                 not 0 <= seed <= 2 ** 32 - 1):
+            raise RLGraphSpecError("seed must be an int in [0, 2**32 - 1] or None", where=f"{name}(seed)",
+                                   received=repr(seed), hint="numpy's random generators take 32-bit unsigned seeds.")
         self.capacity = int(capacity)
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.epsilon = float(epsilon)
         self.rng = np.random.RandomState(seed)
+        check_memory_size(self.capacity, self._tree_bytes(), name)
         self.tree = MinSumSegmentTree(self.capacity)
         self.record_space: Optional[Space] = None
         self.storage: Dict[str, np.ndarray] = {}
@@ -84,7 +88,12 @@ class MemPrioritizedReplay:
             self._allocate(record_space.strip_ranks())
 
     # --- Storage ---------------------------------------------------------------------------------
+    def _tree_bytes(self) -> int:
+        return 2 * 2 * 2 ** (self.capacity - 1).bit_length() * 8  # Sum and min tree, float64, leaves to a power of 2.
+
     def _allocate(self, record_space: Space) -> None:
+        check_memory_size(self.capacity, self.capacity * record_bytes(record_space) + self._tree_bytes(),
+                          type(self).__name__)
         self.record_space = record_space
         self.storage = {key: np.zeros((self.capacity,) + tuple(leaf.shape), dtype=leaf.dtype)
                         for key, leaf in record_space.flatten().items()}
@@ -251,7 +260,11 @@ class MemPrioritizedReplay:
             RLGraphCheckpointError: A missing or damaged file, or one from a memory of another
                 capacity, alpha, epsilon or record space.
         """
-        values, state = self._read_file(path, f"{type(self).__name__}.load")
+        self.restore(self._read_file(path, f"{type(self).__name__}.load"))
+
+    def restore(self, checked: tuple) -> None:
+        """Restores what `check_file(path, full=True)` read and validated (no second read of a large file)."""
+        values, state = checked
         if self.record_space is None:
             self._allocate(state["record_space"])
         for key, store in self.storage.items():
@@ -262,16 +275,21 @@ class MemPrioritizedReplay:
         self.rng.set_state(("MT19937", values["rng_keys"], state["rng_position"], state["rng_has_gauss"],
                             state["rng_cached_gaussian"]))
 
-    def check_file(self, path: str) -> int:
+    def check_file(self, path: str, full: bool = False) -> Any:
         """Reads and validates a `save` file as `load` would, without changing the memory.
 
+        Args:
+            path: The file.
+            full: Return what was read (for `restore`) instead of the number of records.
+
         Returns:
-            The number of records in the file.
+            The number of records in the file, or with `full` the checked contents.
 
         Raises:
             RLGraphCheckpointError: As `load`.
         """
-        return self._read_file(path, f"{type(self).__name__}.check_file")[1]["size"]
+        checked = self._read_file(path, f"{type(self).__name__}.check_file")
+        return checked if full else checked[1]["size"]
 
     def _read_file(self, path: str, where: str) -> tuple:
         try:

@@ -7,7 +7,8 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from rlgraph.components.component import Component
-from rlgraph.spaces import Space
+from rlgraph.components.memories.memory_size import check_memory_size, record_bytes
+from rlgraph.spaces import Space, TextBox
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError, RLGraphSpecError
 
 
@@ -52,11 +53,25 @@ class Memory(Component):
             return
         self.record_space = space.strip_ranks()
         self.flat_record_space = dict(self.record_space.flatten())
+        text = [key or "(the record)" for key, leaf in self.flat_record_space.items() if isinstance(leaf, TextBox)]
+        if text:
+            # Neither backend keeps strings in a memory variable (PyTorch has no string tensors; a TF
+            # string variable fails when the build resets it to its initial value): refuse them here.
+            raise RLGraphSpaceError(space, f"a memory cannot store text (TextBox leaves {text})",
+                                    where=f"{self.global_scope}.insert_records(records)",
+                                    expected="records of FloatBox, IntBox and BoolBox leaves",
+                                    hint="turn text into numbers before it reaches the memory, e.g. with a "
+                                         "StringToHashBucket preprocessor.")
+        check_memory_size(self.capacity, self.storage_bytes(self.record_space), self.global_scope)
         memory = self.get_variable("memory", from_space=self.record_space, add_batch_rank=self.capacity,
                                    add_time_rank=False, trainable=False, flatten=True)
         self.memory = dict(memory) if isinstance(memory, dict) else {"": memory}
         self.index = self.get_variable("index", dtype="int64", trainable=False)
         self.size = self.get_variable("size", dtype="int64", trainable=False)
+
+    def storage_bytes(self, record_space: Space) -> int:
+        """Bytes of the variables `create_variables` makes for `record_space` (checked against the RAM)."""
+        return self.capacity * record_bytes(record_space)
 
     def records_space(self, *argument_spaces: Any) -> Space:
         """The space of a batch of records (`@graph_fn(output_space="records_space")` for graph
@@ -88,7 +103,8 @@ class Memory(Component):
         where = f"{self.global_scope}.load"
         variables = self.memory_variables()
         try:
-            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz") as data:
+            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
+                         allow_pickle=False) as data:
                 values = {k: data[k] for k in data.files}
         except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
             raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
@@ -102,8 +118,22 @@ class Memory(Component):
                 raise RLGraphCheckpointError(f"variable '{name}' does not fit", where=where,
                                              expected=f"{current.shape} {current.dtype}",
                                              received=f"{values[name].shape} {values[name].dtype}")
+        self.check_restored_variables(values, where)
         for name, var in variables.items():
             _write(var, values[name])
+
+
+    def check_restored_variables(self, values: Dict[str, np.ndarray], where: str) -> None:
+        """Positions from a checkpoint must lie within the capacity: `index` in [0, capacity),
+        `size` in [0, capacity]; otherwise a crafted file would fail later, inside a sample."""
+        for name, high in (("index", self.capacity - 1), ("size", self.capacity)):
+            if name in values:
+                value = np.asarray(values[name])
+                if value.shape != () or value.dtype.kind not in "iu" or not 0 <= int(value) <= high:
+                    raise RLGraphCheckpointError(f"the memory's '{name}' is out of range", where=where,
+                                                 expected=f"an integer in [0, {high}] ({self.global_scope}, "
+                                                          f"capacity {self.capacity})",
+                                                 received=repr(value.tolist()) if value.size < 10 else value.shape)
 
 
 def write_npz(path: str, values: Dict[str, np.ndarray]) -> str:

@@ -10,7 +10,7 @@ from rlgraph.components.memories.memory import Memory
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.nest import unflatten_op
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 
 class PrioritizedReplay(Memory):
@@ -74,6 +74,10 @@ class PrioritizedReplay(Memory):
     def __init__(self, capacity: int = 1000, alpha: float = 1.0, beta: float = 0.0, epsilon: float = 1e-6,
                  scope: str = "prioritized-replay", **kwargs):
         super().__init__(capacity=capacity, scope=scope, **kwargs)
+        if self.capacity > 2 ** 31:
+            raise RLGraphSpecError("capacity must be at most 2**31 (2147483648): the sampled indices are int32",
+                                   where=f"{type(self).__name__}(capacity)", received=self.capacity,
+                                   hint='lower memory_spec.capacity, or use "mem-prioritized-replay" (numpy).')
         self.alpha = _non_negative(alpha, "alpha")
         self.beta = _non_negative(beta, "beta")
         self.epsilon = _non_negative(epsilon, "epsilon")
@@ -104,6 +108,9 @@ class PrioritizedReplay(Memory):
                                     where=f"{where}(indices, update)", expected=indices.batch_size,
                                     received=update.batch_size)
 
+    def storage_bytes(self, record_space):
+        return super().storage_bytes(record_space) + 2 * 2 * self.capacity_pow2 * 4  # Two float32 trees.
+
     def create_variables(self, input_spaces, action_space=None):
         super().create_variables(input_spaces, action_space)
         size = 2 * self.capacity_pow2
@@ -111,6 +118,18 @@ class PrioritizedReplay(Memory):
         self.min_tree = self.get_variable("min_tree", shape=(size,), dtype="float", initializer=float("inf"),
                                           trainable=False)
         self.max_priority = self.get_variable("max_priority", dtype="float", initializer=1.0, trainable=False)
+
+    def check_restored_variables(self, values, where):
+        """Besides the positions: priorities non-negative and finite (the sum tree), the max
+        priority finite and positive; a crafted tree would otherwise sample garbage indices."""
+        super().check_restored_variables(values, where)
+        sum_tree, max_priority = values.get("sum_tree"), values.get("max_priority")
+        if sum_tree is not None and not (np.all(np.isfinite(sum_tree)) and np.all(sum_tree >= 0)):
+            raise RLGraphCheckpointError("the memory's priorities are negative or not finite", where=where,
+                                         expected=f"finite priorities >= 0 ({self.global_scope})")
+        if max_priority is not None and not (np.isfinite(max_priority) and float(max_priority) > 0):
+            raise RLGraphCheckpointError("the memory's max_priority is out of range", where=where,
+                                         expected="a finite value > 0", received=repr(np.asarray(max_priority).tolist()))
 
     # --- API ------------------------------------------------------------------------------------
     @rlgraph_api(flatten_ops=True)

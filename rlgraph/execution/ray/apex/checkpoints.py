@@ -1,13 +1,15 @@
 """Checkpoints of a distributed Ape-X run: the learner, every replay shard and the executor's counters."""
 from __future__ import annotations
 
-import json
 import os
+from typing import Any, Dict, Optional
 
+from rlgraph.utils.checkpoint_dir import CheckpointWriter, read_json, verify_checkpoint, write_json
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
 
 STATE_FILE = "executor_state.json"
 STATE_FORMAT = 1
+CHECKPOINT_KIND = "apex-executor"
 
 
 class ApexCheckpoints:
@@ -15,37 +17,41 @@ class ApexCheckpoints:
     learner, shards, workers and counters).
 
     A checkpoint directory holds `learner/` (the learner agent's `store_model`: weights,
-    optimizer, counters), `replay-<i>.npz` per non-empty shard and `executor_state.json`
-    (counters, shard files and sizes), which is written last and atomically: a directory
-    without it is an incomplete checkpoint.
+    optimizer, counters), `replay-<i>.npz` per non-empty shard, `executor_state.json`
+    (counters, shard files and sizes) and the manifest of all of them; it is written
+    atomically (`rlgraph/utils/checkpoint_dir.py`) and verified before anything is loaded.
     """
 
-    def store_checkpoint(self, path: str) -> str:
+    def store_checkpoint(self, path: str, extra_files: Optional[Dict[str, Any]] = None) -> str:
         """Writes the learner (weights, optimizer, counters), every replay shard and the executor's
-        counters to directory `path`; `executor_state.json` is written last (a checkpoint
-        without it is incomplete)."""
-        os.makedirs(path, exist_ok=True)
-        with self.learner.lock:
-            self.local_agent.store_model(os.path.join(path, "learner"), add_timestep=False)
-        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
-        shard_files = []
-        for shard, size in zip(self.shards, sizes):
-            name = f"replay-{shard.index}.npz"
-            if size:
-                self.actors.get(self.actors.call(shard.handle, "save", os.path.abspath(os.path.join(path, name))))
-            shard_files.append(name if size else None)
-        state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
-                 "worker_timesteps": [w.timesteps for w in self.workers],
-                 "env_frames": self.env_frames, "learner_version": self.learner.version,
-                 "num_replay_workers": len(self.shards), "shard_files": shard_files, "shard_sizes": sizes,
-                 "records_lost": self.records_lost, "restarts": self.num_restarts}
-        tmp = os.path.join(path, STATE_FILE + ".tmp")
-        with open(tmp, "w") as handle:
-            json.dump(state, handle, indent=2)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, os.path.join(path, STATE_FILE))
-        return path
+        counters to directory `path`, atomically and with a manifest (as `Agent.store_model`).
+
+        Args:
+            path: The checkpoint directory (a new path, or an earlier checkpoint that is replaced).
+            extra_files: File name -> JSON-able value also written (e.g. the run's config.json).
+
+        Returns:
+            The checkpoint directory.
+        """
+        with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{type(self).__name__}.store_checkpoint") as writer:
+            with self.learner.lock:
+                self.local_agent.store_model(writer.path("learner"), add_timestep=False)
+            sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
+            shard_files = []
+            for shard, size in zip(self.shards, sizes):
+                name = f"replay-{shard.index}.npz"
+                if size:
+                    self.actors.get(self.actors.call(shard.handle, "save", writer.path(name)))
+                shard_files.append(name if size else None)
+            state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
+                     "worker_timesteps": [w.timesteps for w in self.workers],
+                     "env_frames": self.env_frames, "learner_version": self.learner.version,
+                     "num_replay_workers": len(self.shards), "shard_files": shard_files, "shard_sizes": sizes,
+                     "records_lost": self.records_lost, "restarts": self.num_restarts}
+            write_json(writer.path(STATE_FILE), state)
+            for name, value in (extra_files or {}).items():
+                write_json(writer.path(name), value, allow_nan=True)
+            return writer.commit(self.env_timesteps)
 
     def load_checkpoint(self, path: str) -> None:
         """Restores a `store_checkpoint` directory: learner, shards, counters; workers get the weights.
@@ -55,13 +61,8 @@ class ApexCheckpoints:
                 anything changes).
         """
         where = "ApexExecutor.load_checkpoint"
-        state_file = os.path.join(path, STATE_FILE)
-        try:
-            with open(state_file) as handle:
-                state = json.load(handle)
-        except (OSError, ValueError) as error:
-            raise RLGraphCheckpointError(f"cannot read {STATE_FILE} ({error})", where=where, received=path,
-                                         hint="pass a directory written by ApexExecutor.store_checkpoint.") from None
+        verify_checkpoint(path, CHECKPOINT_KIND, where)  # Every file, the learner's included, as written.
+        state = read_json(os.path.join(path, STATE_FILE), where)
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
                 state.get("executor") != type(self).__name__:
             raise RLGraphCheckpointError("not an Ape-X executor checkpoint", where=where,
