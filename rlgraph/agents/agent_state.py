@@ -18,6 +18,7 @@ import numpy as np
 
 from rlgraph.agents.observe_buffers import Transition
 from rlgraph.agents.records import record_space
+from rlgraph.components.memories.memory import read_npz
 from rlgraph.spaces import IntBox
 from rlgraph.utils.checkpoint_dir import read_json, write_json
 from rlgraph.utils.nest import batch_row, flatten_op, map_structure, unflatten_op
@@ -106,12 +107,7 @@ def load_agent_state(directory: str, agent: Any) -> Dict[str, Any]:
     max_timesteps = state.get("max_timesteps")
     if max_timesteps is not None:
         _check_int(max_timesteps, "max_timesteps", where, minimum=1)
-    try:
-        with np.load(os.path.join(directory, ARRAYS_FILE), allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except Exception as error:  # noqa: BLE001 - a damaged npz raises many types.
-        raise RLGraphCheckpointError(f"cannot read '{ARRAYS_FILE}' ({type(error).__name__}: {error})",
-                                     where=where) from None
+    arrays = read_npz(os.path.join(directory, ARRAYS_FILE), where)
     rng = _check_rng(state.get("rng"), arrays, where)
     buffers = _read_buffers(state.get("buffers"), arrays, agent, where)
     return {"counters": counters, "max_timesteps": max_timesteps, "buffers": buffers, "rng": rng,

@@ -1,13 +1,12 @@
 """`MemPrioritizedReplay`: a numpy prioritized replay memory for PyTorch agents and Ray actors."""
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, Optional
 
 import numpy as np
 
 from rlgraph.components.helpers.min_sum_segment_tree import MinSumSegmentTree
-from rlgraph.components.memories.memory import write_npz
+from rlgraph.components.memories.memory import read_npz, write_npz
 from rlgraph.components.memories.memory_size import check_memory_size, record_bytes
 from rlgraph.spaces import Space, get_space_from_op
 from rlgraph.utils.nest import flatten_op, unflatten_op
@@ -292,13 +291,7 @@ class MemPrioritizedReplay:
         return checked if full else checked[1]["size"]
 
     def _read_file(self, path: str, where: str) -> tuple:
-        try:
-            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
-                         allow_pickle=False) as data:
-                values = {k: data[k] for k in data.files}
-        except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
-            raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
-                                         received=path) from None
+        values = read_npz(path, where)
         return values, _check_file(values, self, where)
 
     def __repr__(self) -> str:

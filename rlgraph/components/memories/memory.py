@@ -102,13 +102,7 @@ class Memory(Component):
         """
         where = f"{self.global_scope}.load"
         variables = self.memory_variables()
-        try:
-            with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
-                         allow_pickle=False) as data:
-                values = {k: data[k] for k in data.files}
-        except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
-            raise RLGraphCheckpointError(f"cannot read memory file ({type(error).__name__}: {error})", where=where,
-                                         received=path) from None
+        values = read_npz(path, where)
         if sorted(values) != sorted(variables):
             raise RLGraphCheckpointError("the file holds other variables than this memory", where=where,
                                          expected=sorted(variables), received=sorted(values))
@@ -134,6 +128,22 @@ class Memory(Component):
                                                  expected=f"an integer in [0, {high}] ({self.global_scope}, "
                                                           f"capacity {self.capacity})",
                                                  received=repr(value.tolist()) if value.size < 10 else value.shape)
+
+
+def read_npz(path: str, where: str) -> Dict[str, np.ndarray]:
+    """All arrays of an .npz file (".npz" appended if `path` lacks it and does not exist), read
+    without pickle: an object array in the file is an error, never unpickled.
+
+    Raises:
+        RLGraphCheckpointError: A missing, damaged or pickle-holding file.
+    """
+    try:
+        with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
+                     allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
+        raise RLGraphCheckpointError(f"cannot read '{os.path.basename(path)}' ({type(error).__name__}: {error})",
+                                     where=where, received=path) from None
 
 
 def write_npz(path: str, values: Dict[str, np.ndarray]) -> str:
