@@ -282,9 +282,9 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
     def load_model(self, path: str) -> None:
         """Restores all variables from a `store_model` path.
 
-        Everything is read and checked first (every variable present with its shape and a
-        compatible dtype; components' own range checks, e.g. a memory's positions within its
-        capacity); only then are the variables written.
+        Everything is read and checked first (every variable present with its shape; the
+        components' own range checks, e.g. a memory's positions within its capacity); only then
+        are the variables written (cast to their dtypes).
 
         Raises:
             RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph;
@@ -293,9 +293,11 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         values = self._read_checkpoint(path)
         records = self._records()
         missing = sorted(set(records) - set(values))
-        wrong = [f"{k}: {tuple(values[k].shape)} vs {tuple(self._read(r.variable).shape)}"
-                 for k, r in records.items() if k in values and
-                 tuple(values[k].shape) != tuple(self._read(r.variable).shape)]
+        # (Shapes from the variables themselves: reading a large memory's values just for them
+        # would copy it, twice.)
+        shapes = {k: tuple(r.variable.shape) for k, r in records.items()}
+        wrong = [f"{k}: {tuple(values[k].shape)} vs {shape}" for k, shape in shapes.items()
+                 if k in values and tuple(values[k].shape) != shape]
         if missing or wrong:
             raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph",
                                          where=f"{self._where()}.load_model", expected="the same variables and shapes",
