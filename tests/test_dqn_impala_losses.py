@@ -213,7 +213,7 @@ def test_impala_errors(backend):
     with pytest.raises(RLGraphSpaceError, match="batch-major"):
         spaces = dict(IMPALA_SPACES, rewards=FloatBox(add_batch_rank=True, add_time_rank=True, time_major=True))
         ComponentTest(IMPALALossFunction(), input_spaces=spaces, backend=backend)
-    with pytest.raises(RLGraphSpaceError, match="container action spaces"):
+    with pytest.raises(RLGraphSpaceError, match="nested like the actions"):
         actions = Dict(a=IntBox(3), add_batch_rank=True, add_time_rank=True)
         ComponentTest(IMPALALossFunction(), input_spaces=dict(IMPALA_SPACES, actions=actions), backend=backend)
     with pytest.raises(RLGraphSpaceError, match="categories"):

@@ -70,6 +70,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         backend: "tf" or "pytorch" (default: `rlgraph.get_backend()`).
     """
 
+    # Run sections (RUN_SECTIONS) that this agent's constructor takes itself (IMPALA: environment_spec).
+    config_sections: Tuple[str, ...] = ()
     # Root APIs for greedy acting, (from preprocessed states, from raw states), or None: then
     # `get_action(use_exploration=False)` calls "get_actions" with use_exploration False.
     greedy_apis: Optional[Tuple[str, str]] = None
@@ -151,7 +153,9 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
                                    expected='a dict (JSON object, YAML mapping) such as {"type": "dqn", ...}',
                                    received=repr(spec)[:80])
         if isinstance(spec, dict):
-            spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS}
+            target = cls.resolve_type(spec["type"]) if "type" in spec else cls
+            kept = getattr(target, "config_sections", ()) if isinstance(target, type) else ()
+            spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS or k in kept}
             kwargs = {**spec, **kwargs}
             spec = None
         agent = super().from_spec(spec, **kwargs)

@@ -9,6 +9,7 @@ from rlgraph.components.loss_functions.loss_function import LossFunction
 from rlgraph.spaces import BoolBox, FloatBox, IntBox
 from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.nest import flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 REWARD_CLIPPINGS = ("clamp_one", "soft_asymmetric", None)
@@ -49,7 +50,11 @@ class IMPALALossFunction(LossFunction):
     Shapes (batch-major, B rows of T steps): logits_actions_pi, action_probs_mu [B, T, A];
     values [B, T] (or [B, T, 1]); actions [B, T] (int); rewards [B, T] (float); terminals [B, T]
     (bool); bootstrapped_values [B] (or [B, 1]): V(x_T), the value of the state after each row's
-    last step. Time-major data and container action spaces are not supported.
+    last step. Time-major data is not supported.
+
+    Container actions (a Dict/Tuple of IntBox leaves) pass `logits_actions_pi`, `action_probs_mu`
+    and `actions` nested like the action space; the leaves are independent categorical
+    distributions, so log pi(a_t|x_t), log mu(a_t|x_t) and H are the sums over the leaves.
 
     Args:
         discount: gamma.
@@ -106,27 +111,47 @@ class IMPALALossFunction(LossFunction):
         where = f"{self.global_scope}.loss"
         actions = input_spaces.get("actions")
         if isinstance(actions, ContainerSpace):
-            raise RLGraphSpaceError(actions, "container action spaces are not supported by the IMPALA loss",
-                                    where=f"{where}(actions)", expected="IntBox(num_actions), batch and time ranks",
-                                    hint="use one discrete action per step.")
-        for name, (space_type, rank) in _SEQUENCES.items():
+            flat_actions = actions.flatten()
+            for key, leaf in flat_actions.items():
+                if not isinstance(leaf, IntBox):
+                    raise RLGraphSpaceError(actions, "the IMPALA loss needs discrete action leaves",
+                                            where=f"{where}(actions{key})", expected="IntBox leaves",
+                                            received=repr(leaf))
+            for name in ("logits_actions_pi", "action_probs_mu"):
+                space = input_spaces.get(name)
+                if space is None:
+                    continue
+                flat = space.flatten() if isinstance(space, ContainerSpace) else {"": space}
+                if list(flat) != list(flat_actions):
+                    raise RLGraphSpaceError(space, f"`{name}` must be nested like the actions", where=f"{where}({name})",
+                                            expected=f"leaves {list(flat_actions)}", received=f"leaves {list(flat)}")
+                for key, leaf in flat.items():
+                    self._check_sequence(name + key, leaf, FloatBox, 1, where, flat_actions[key].num_categories)
+            others = ("values", "rewards", "terminals")
+        else:
+            others = tuple(_SEQUENCES)
+            num_actions = actions.num_categories if isinstance(actions, IntBox) and actions.shape == () else 0
+        for name in others:
             space = input_spaces.get(name)
             if space is None:
                 continue
-            shape_ok = len(space.shape) == rank if rank is not None else space.shape in ((), (1,))
-            if not (isinstance(space, space_type) and shape_ok and space.has_batch_rank and space.has_time_rank
-                    and not space.time_major):
-                raise RLGraphSpaceError(space, f"`{name}` must be a batch-major sequence of the right kind",
-                                        where=f"{where}({name})",
-                                        expected=f"{space_type.__name__} [B, T{', A' if rank else ''}] "
-                                                 "(add_batch_rank=True, add_time_rank=True, time_major=False)")
-        num_actions = actions.num_categories if actions is not None else 0
-        for name in ("logits_actions_pi", "action_probs_mu"):
-            space = input_spaces.get(name)
-            if space is not None and num_actions and space.shape[0] != num_actions:
-                raise RLGraphSpaceError(space, f"`{name}` has {space.shape[0]} entries per step, the actions "
-                                        f"{num_actions} categories", where=f"{where}({name})",
-                                        expected=f"shape ({num_actions},)")
+            space_type, rank = _SEQUENCES[name]
+            self._check_sequence(name, space, space_type, rank, where,
+                                 num_actions if name in ("logits_actions_pi", "action_probs_mu") else 0)
+
+    @staticmethod
+    def _check_sequence(name, space, space_type, rank, where, num_actions):
+        shape_ok = len(space.shape) == rank if rank is not None else space.shape in ((), (1,))
+        if not (isinstance(space, space_type) and shape_ok and space.has_batch_rank and space.has_time_rank
+                and not space.time_major):
+            raise RLGraphSpaceError(space, f"`{name}` must be a batch-major sequence of the right kind",
+                                    where=f"{where}({name})",
+                                    expected=f"{space_type.__name__} [B, T{', A' if rank else ''}] "
+                                             "(add_batch_rank=True, add_time_rank=True, time_major=False)")
+        if num_actions and space.shape[0] != num_actions:
+            raise RLGraphSpaceError(space, f"`{name}` has {space.shape[0]} entries per step, the actions "
+                                    f"{num_actions} categories", where=f"{where}({name})",
+                                    expected=f"shape ({num_actions},)")
 
     @rlgraph_api
     def loss(self, logits_actions_pi, action_probs_mu, values, actions, rewards, terminals, bootstrapped_values):
@@ -151,20 +176,25 @@ class IMPALALossFunction(LossFunction):
 
     @graph_fn(returns=3)
     def _graph_fn_v_trace_inputs(self, logits_actions_pi, action_probs_mu, actions, rewards, terminals):
+        logits, mu, a = flatten_op(logits_actions_pi), flatten_op(action_probs_mu), flatten_op(actions)
         if get_backend() == "tf":
             import tensorflow as tf
-            dtype = logits_actions_pi.dtype
-            log_pi_a = _log_prob_tf(tf.stop_gradient(logits_actions_pi), actions)
-            mu_a = tf.gather(tf.cast(action_probs_mu, dtype), tf.cast(actions, tf.int64), axis=2, batch_dims=2)
+            dtype = logits[next(iter(logits))].dtype
+            log_rho_t = tf.add_n([
+                _log_prob_tf(tf.stop_gradient(logits[k]), a[k]) -
+                tf.math.log(tf.gather(tf.cast(mu[k], dtype), tf.cast(a[k], tf.int64), axis=2, batch_dims=2))
+                for k in a])
             gamma_t = self.discount * (1.0 - tf.cast(terminals, dtype))
-            return log_pi_a - tf.math.log(mu_a), gamma_t, self._clip_rewards(tf.cast(rewards, dtype))
+            return log_rho_t, gamma_t, self._clip_rewards(tf.cast(rewards, dtype))
         import torch
-        dtype = logits_actions_pi.dtype
-        index = actions.long().unsqueeze(-1)
-        log_pi_a = torch.log_softmax(logits_actions_pi.detach(), dim=-1).gather(-1, index).squeeze(-1)
-        mu_a = action_probs_mu.detach().to(dtype).gather(-1, index).squeeze(-1)
+        dtype = logits[next(iter(logits))].dtype
+        log_rho_t = 0
+        for k in a:
+            index = a[k].long().unsqueeze(-1)
+            log_pi_a = torch.log_softmax(logits[k].detach(), dim=-1).gather(-1, index).squeeze(-1)
+            log_rho_t = log_rho_t + log_pi_a - torch.log(mu[k].detach().to(dtype).gather(-1, index).squeeze(-1))
         gamma_t = self.discount * (1.0 - terminals.to(dtype))
-        return log_pi_a - torch.log(mu_a), gamma_t, self._clip_rewards(rewards.to(dtype))
+        return log_rho_t, gamma_t, self._clip_rewards(rewards.to(dtype))
 
     def _clip_rewards(self, r_t):
         """r_t clipped as `reward_clipping` says (a helper of `_graph_fn_v_trace_inputs`)."""
@@ -183,29 +213,37 @@ class IMPALALossFunction(LossFunction):
 
     @graph_fn
     def _graph_fn_loss_terms(self, logits_actions_pi, actions, values, vs, pg_advantages):
+        logits, a = flatten_op(logits_actions_pi), flatten_op(actions)
         if get_backend() == "tf":
             import tensorflow as tf
-            log_pi = tf.nn.log_softmax(logits_actions_pi, axis=-1)
-            log_pi_a = _log_prob_tf(logits_actions_pi, actions)
-            v_t = tf.cast(values, log_pi.dtype)
+            log_pis = {k: tf.nn.log_softmax(logits[k], axis=-1) for k in a}
+            log_pi_a = tf.add_n([tf.gather(log_pis[k], tf.cast(a[k], tf.int64), axis=2, batch_dims=2) for k in a])
+            entropy = tf.add_n([-tf.reduce_sum(tf.exp(lp) * lp, axis=-1) for lp in log_pis.values()])
+            v_t = tf.cast(values, log_pi_a.dtype)
             v_t = tf.squeeze(v_t, -1) if len(v_t.shape) == 3 else v_t
-            vs = tf.stop_gradient(tf.reshape(tf.cast(vs, log_pi.dtype), tf.shape(v_t)))
-            pg_advantages = tf.stop_gradient(tf.reshape(tf.cast(pg_advantages, log_pi.dtype), tf.shape(v_t)))
-            entropy = -tf.reduce_sum(tf.exp(log_pi) * log_pi, axis=-1)
+            vs = tf.stop_gradient(tf.reshape(tf.cast(vs, v_t.dtype), tf.shape(v_t)))
+            pg_advantages = tf.stop_gradient(tf.reshape(tf.cast(pg_advantages, v_t.dtype), tf.shape(v_t)))
             per_step = (-self.weight_pg * log_pi_a * pg_advantages
                         + self.weight_baseline * 0.5 * tf.square(vs - v_t) - self.weight_entropy * entropy)
             return tf.reduce_sum(per_step, axis=1)
-        import torch
-        log_pi = torch.log_softmax(logits_actions_pi, dim=-1)
-        log_pi_a = log_pi.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-        v_t = values.to(log_pi.dtype)
+        log_pi_a, entropy = 0, 0
+        for k in a:
+            log_pi = torch_log_softmax(logits[k])
+            log_pi_a = log_pi_a + log_pi.gather(-1, a[k].long().unsqueeze(-1)).squeeze(-1)
+            entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
+        v_t = values.to(log_pi_a.dtype)
         v_t = v_t.squeeze(-1) if v_t.dim() == 3 else v_t
-        vs = vs.detach().to(log_pi.dtype).reshape(v_t.shape)
-        pg_advantages = pg_advantages.detach().to(log_pi.dtype).reshape(v_t.shape)
-        entropy = -(log_pi.exp() * log_pi).sum(-1)
+        vs = vs.detach().to(v_t.dtype).reshape(v_t.shape)
+        pg_advantages = pg_advantages.detach().to(v_t.dtype).reshape(v_t.shape)
         per_step = (-self.weight_pg * log_pi_a * pg_advantages
                     + self.weight_baseline * 0.5 * (vs - v_t) ** 2 - self.weight_entropy * entropy)
         return per_step.sum(1)
+
+
+def torch_log_softmax(logits):
+    """log_softmax over the last axis (PyTorch)."""
+    import torch
+    return torch.log_softmax(logits, dim=-1)
 
 
 def _log_prob_tf(logits, actions):

@@ -7,7 +7,7 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
-from rlgraph.spaces import FloatBox, IntBox, Space
+from rlgraph.spaces import BoolBox, FloatBox, IntBox, Space
 from rlgraph.spaces import Tuple as TupleSpace
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
@@ -35,6 +35,9 @@ class LSTMLayer(NNLayer):
             initial_c_and_h_states: (c0, h0), each [B, units]; zeros if None.
             sequence_length: [B] valid steps per row. After its length a row outputs zeros and
                 keeps its state, so "last_internal_states" are the states after the last valid step.
+            resets: [B, T] bool ([T, B] if `time_major`): where True, the states before step t are
+                set to zeros (a new episode starts at t), as if the row began there. Used to unroll
+                a rollout that crosses episode ends (IMPALA's learner).
             Returns {"output": [B, T, units] (or [T, B, units]), "last_internal_states": (c, h)}.
 
     Args:
@@ -109,8 +112,8 @@ class LSTMLayer(NNLayer):
         self.peepholes = None  # (w_i, w_f, w_o) when use_peepholes.
 
     @rlgraph_api
-    def apply(self, inputs, initial_c_and_h_states=None, sequence_length=None):
-        return self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length)
+    def apply(self, inputs, initial_c_and_h_states=None, sequence_length=None, resets=None):
+        return self._graph_fn_apply(inputs, initial_c_and_h_states, sequence_length, resets)
 
     def get_output_spaces(self, space: Space) -> dict:
         """The spaces of `apply`'s result for inputs of `space`: "output" and "last_internal_states" (c, h)."""
@@ -150,6 +153,13 @@ class LSTMLayer(NNLayer):
                                         lengths.has_batch_rank and not lengths.has_time_rank):
             raise RLGraphSpaceError(lengths, "sequence_length must be an IntBox of shape () with a batch rank",
                                     where=f"{where}(sequence_length)", expected="IntBox(add_batch_rank=True)")
+        resets = input_spaces.get("resets")
+        if resets is not None and not (isinstance(resets, BoolBox) and resets.shape == () and resets.has_batch_rank
+                                       and resets.has_time_rank and resets.time_major == self.time_major):
+            raise RLGraphSpaceError(resets, "resets must be a BoolBox of shape () with batch and time rank",
+                                    where=f"{where}(resets)",
+                                    expected=f"BoolBox(add_batch_rank=True, add_time_rank=True, "
+                                             f"time_major={self.time_major})")
 
     def create_variables(self, input_spaces, action_space=None):
         in_units = int(input_spaces["inputs"].shape[0])
@@ -162,9 +172,9 @@ class LSTMLayer(NNLayer):
                                                      trainable=True) for name in PEEPHOLE_NAMES)
 
     @graph_fn(output_space=lambda self, inputs, *rest: self.get_output_spaces(inputs))
-    def _graph_fn_apply(self, inputs, initial_c_and_h_states=None, sequence_length=None):
+    def _graph_fn_apply(self, inputs, initial_c_and_h_states=None, sequence_length=None, resets=None):
         run = _lstm_tf if get_backend() == "tf" else _lstm_torch
-        output, c, h = run(self, inputs, initial_c_and_h_states, sequence_length)
+        output, c, h = run(self, inputs, initial_c_and_h_states, sequence_length, resets)
         return {"output": output, "last_internal_states": (c, h)}
 
     def get_preprocessed_space(self, space: Space) -> Space:
@@ -198,7 +208,7 @@ def _cell_tf(layer: LSTMLayer, z, c):
     return c_new, tf.sigmoid(o) * tf.tanh(c_new)
 
 
-def _lstm_tf(layer: LSTMLayer, x, states, lengths):
+def _lstm_tf(layer: LSTMLayer, x, states, lengths, resets=None):
     import tensorflow as tf
     dtype = layer.kernel.dtype
     x = tf.cast(x, dtype)
@@ -214,8 +224,14 @@ def _lstm_tf(layer: LSTMLayer, x, states, lengths):
     mask = None
     if lengths is not None:
         mask = tf.range(num_steps)[:, None] < tf.cast(lengths, tf.int32)[None, :]  # [T, B]
+    keep = None
+    if resets is not None:
+        resets = resets if layer.time_major else tf.transpose(resets, [1, 0])
+        keep = tf.cast(tf.logical_not(tf.cast(resets, tf.bool)), dtype)[..., None]  # [T, B, 1]
 
     def step(t, c, h):
+        if keep is not None:
+            c, h = c * keep[t], h * keep[t]
         c_new, h_new = _cell_tf(layer, z_x[t] + tf.matmul(h, w_h), c)
         if mask is None:
             return c_new, h_new, h_new
@@ -260,7 +276,7 @@ def _cell_torch(layer: LSTMLayer, z, c):
     return c_new, torch.sigmoid(o) * torch.tanh(c_new)
 
 
-def _lstm_torch(layer: LSTMLayer, x, states, lengths):
+def _lstm_torch(layer: LSTMLayer, x, states, lengths, resets=None):
     import torch
     dtype = layer.kernel.dtype
     x = x.to(dtype)
@@ -277,8 +293,14 @@ def _lstm_torch(layer: LSTMLayer, x, states, lengths):
     if lengths is not None:
         steps = torch.arange(num_steps, device=x.device)
         mask = (steps[:, None] < lengths.to(x.device)[None, :]).unsqueeze(-1)  # [T, B, 1]
+    keep = None
+    if resets is not None:
+        resets = resets if layer.time_major else resets.transpose(0, 1)
+        keep = (~resets.to(torch.bool)).to(dtype).unsqueeze(-1)  # [T, B, 1]
     outputs = []
     for t in range(num_steps):
+        if keep is not None:
+            c, h = c * keep[t], h * keep[t]
         c_new, h_new = _cell_torch(layer, torch.addmm(z_x[t], h, w_h), c)
         if mask is None:
             c, h = c_new, h_new
