@@ -33,15 +33,16 @@ def executor_class(config: dict) -> type:
     Raises:
         RLGraphSpecError: For an agent type without a distributed executor.
     """
-    from rlgraph.agents import Agent, ApexAgent
-    from rlgraph.execution.ray import ApexExecutor
-    executors = {ApexAgent: ApexExecutor}
+    from rlgraph.agents import Agent, ApexAgent, IMPALAAgent
+    from rlgraph.execution.ray import ApexExecutor, IMPALAExecutor
+    executors = {ApexAgent: ApexExecutor, IMPALAAgent: IMPALAExecutor}
     agent_class = Agent.resolve_type(config.get("type"))
     for cls, executor in executors.items():
         if isinstance(agent_class, type) and issubclass(agent_class, cls):
             return executor
     raise RLGraphSpecError("this agent type has no distributed executor", where="train(execution_spec.ray_spec)",
-                           expected='"type": "apex" (Ape-X, ApexExecutor)', received=repr(config.get("type")),
+                           expected='"type": "apex" (ApexExecutor) or "impala" / "single-impala" (IMPALAExecutor)',
+                           received=repr(config.get("type")),
                            hint="remove execution_spec.ray_spec to train in one process.")
 
 
@@ -52,8 +53,7 @@ def learner_config(config: dict) -> dict:
     Raises:
         RLGraphSpecError: For a malformed ray_spec.
     """
-    from rlgraph.execution.ray import ApexExecutor
-    return ApexExecutor.learner_config(config)
+    return executor_class(config).learner_config(config)
 
 
 def train_distributed(config: dict, output_dir: Optional[str] = None, progress: bool = True,
@@ -76,6 +76,10 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
     seed = config["execution_spec"].get("seed")
     env_spec = config["environment_spec"]
     agent_config = {k: v for k, v in config.items() if k not in RUN_SECTIONS}
+    if "ray_spec" not in agent_config["execution_spec"]:  # An IMPALA config without ray_spec: actors inline.
+        agent_config = dict(agent_config, execution_spec=dict(agent_config["execution_spec"], ray_spec={
+            "executor_spec": {"mode": "inline", "num_sample_workers": agent_config.get("num_workers", 1)},
+            "worker_spec": {"num_worker_environments": agent_config.get("num_worker_environments", 1)}}))
     start = time.perf_counter()
     executor = executor_class(config)(env_spec, agent_config, ray_address=ray_address)
     evaluator = bar = None

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 from rlgraph.agents.specs import (SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS, check_number, check_saver_spec,
                                   check_seed, check_spec, check_summary_spec)
-from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import load_json_text, load_spec_file
 
 logger = logging.getLogger(__name__)
@@ -141,8 +141,16 @@ def _check_run_specs(config: dict) -> None:
 
 
 def is_distributed(config: dict) -> bool:
-    """Whether a config runs on a distributed executor (its execution_spec holds a ray_spec)."""
-    return "ray_spec" in (config.get("execution_spec") or {})
+    """Whether a config runs on a distributed executor: its execution_spec holds a ray_spec, or it
+    is an IMPALA config (its actors run inline then, see `distributed_training.train_distributed`)."""
+    if "ray_spec" in (config.get("execution_spec") or {}):
+        return True
+    from rlgraph.agents import Agent, IMPALAAgent
+    try:
+        agent_class = Agent.resolve_type(config.get("type"))
+    except RLGraphError:
+        return False
+    return isinstance(agent_class, type) and issubclass(agent_class, IMPALAAgent)
 
 
 def make_agent_and_env(config: dict):

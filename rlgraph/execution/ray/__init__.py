@@ -4,6 +4,7 @@ Importing this package does not import Ray (an executor imports it when it start
 "ray"), TensorFlow or PyTorch.
 """
 from rlgraph.execution.ray.apex import ApexExecutor, ApexSampleWorker, ReplayShard
+from rlgraph.execution.ray.impala import IMPALAExecutor
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
 
-__all__ = ["ApexExecutor", "ApexSampleWorker", "RayExecutor", "ReplayShard", "RLGraphDistributedError"]
+__all__ = ["ApexExecutor", "ApexSampleWorker", "IMPALAExecutor", "RayExecutor", "ReplayShard", "RLGraphDistributedError"]

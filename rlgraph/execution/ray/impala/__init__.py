@@ -1,0 +1,4 @@
+"""IMPALA on Ray: `IMPALAExecutor`."""
+from rlgraph.execution.ray.impala.impala_executor import IMPALAExecutor
+
+__all__ = ["IMPALAExecutor"]
