@@ -25,6 +25,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",
              "Ape-X on Ray: env frames/s of 4 sample workers vs 1 (2 ms env), 1 worker vs SingleThreadedWorker"),
+    "impala": ("rlgraph.benchmarks.impala",
+               "IMPALA: env frames/s with 1/2/4 actors (threads, Ray), RLlib IMPALA as the peer, time to 450"),
 }
 
 

@@ -1,0 +1,204 @@
+"""IMPALA: env frames/s over actors (threads in one process, Ray actors), and RLlib's IMPALA as the peer.
+
+Every run learns while it acts (the learner updates whenever `batch_size` rollout rows are queued)
+with configs/impala_cartpole.json's agent (`--config` for another), changed only in the number of
+actors, a seed, one backend thread and 0.25 logical Ray CPUs per actor. Runs, side by side:
+
+1. **single-impala** (`SingleIMPALAAgent`: actor threads filling the FIFO queue, `agent.update()`
+   in a loop) with 1, 2 and 4 actors.
+2. **IMPALAExecutor** (actors on Ray, learner in the driver) with 1, 2 and 4 actors
+   (`--mode inline`: plain objects, no Ray, for tests).
+3. **RLlib IMPALA** (`rlgraph.benchmarks.rllib_impala`, when its dependencies are installed: the
+   `bench` extra) with the same actors, rollout length, batch size and hidden layer width.
+
+each on CartPole-v1 and on `SleepyCartPole` (CartPole-v1 whose step sleeps 2 ms: latency-bound,
+as remote simulators are). Target: 4 actors >= 3.0x 1 actor on the latency-bound env. `--learning`
+adds the wall time and env steps to a mean training return of 450 on CartPole-v1 for rlgraph's
+executor and RLlib. Build and start-up are not timed (each run warms up first). Run:
+
+    rlgraph benchmark impala [--backend pytorch tf] [--actors 1 2 4] [--timesteps 4000] [--learning] [--quick]
+"""
+from __future__ import annotations
+
+import copy
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from rlgraph.benchmarks.apex import sleepy_env_spec, start_ray
+from rlgraph.benchmarks.common import format_table, load_agent_spec, make_parser, select_backends, write_results
+from rlgraph.utils.rlgraph_errors import RLGraphError
+
+CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "configs", "impala_cartpole.json")
+# configs/impala_cartpole.json's agent, for an installation without the checkout's configs/.
+IMPALA_CARTPOLE_SPEC = {
+    "type": "impala", "discount": 0.99, "worker_sample_size": 50, "fifo_queue_spec": {"capacity": 64},
+    "network_spec": [{"type": "dense", "units": 64, "activation": "tanh", "scope": "hidden-1"},
+                     {"type": "dense", "units": 64, "activation": "tanh", "scope": "hidden-2"}],
+    "weight_pg": 1.0, "weight_baseline": 0.5, "weight_entropy": 0.01, "reward_clipping": None,
+    "update_spec": {"batch_size": 8},
+    "optimizer_spec": {"type": "adam", "learning_rate": 0.001, "clip_grad_norm": 40.0},
+    "execution_spec": {"torch_num_threads": 1, "ray_spec": {
+        "executor_spec": {"num_sample_workers": 2, "num_cpus_per_worker": 0.5, "weight_sync_steps": 50,
+                          "env_interaction_task_depth": 1},
+        "worker_spec": {"num_worker_environments": 1}}},
+}
+PLAIN_ENV = {"type": "openai-gym", "gym_env": "CartPole-v1"}
+ACTOR_CPUS = 0.25
+SEED = 1
+TARGET_RETURN = 450.0
+SCALING_TARGET = 3.0
+
+
+def impala_config(spec: dict, backend: str, mode: str, actors: int) -> dict:
+    """`spec` with the benchmark's settings (backend, seed, one backend thread, `actors` actors)."""
+    config = copy.deepcopy(spec)
+    config["backend"] = backend
+    execution = config.setdefault("execution_spec", {})
+    execution.update(seed=SEED, torch_num_threads=1, tf_num_threads=1)
+    executor = execution.setdefault("ray_spec", {}).setdefault("executor_spec", {})
+    executor.update(mode=mode, num_sample_workers=actors, num_cpus_per_worker=ACTOR_CPUS)
+    return config
+
+
+def run_single(spec: dict, env_spec: dict, actors: int, timesteps: int) -> dict:
+    """frames/s of a single-impala agent with `actors` actor threads while it learns."""
+    from rlgraph.agents import Agent
+    from rlgraph.environments import Environment
+    config = copy.deepcopy(spec)
+    config["execution_spec"].pop("ray_spec", None)
+    config.update(type="single-impala", num_workers=actors, environment_spec=env_spec)
+    probe = Environment.from_spec(env_spec)
+    agent = Agent.from_spec(config, state_space=probe.state_space, action_space=probe.action_space)
+    probe.terminate()
+    try:
+        for _ in range(2):
+            agent.update()  # Warm-up (the first calls trace).
+        start_steps, start = agent.actor_statistics()["timesteps"], time.perf_counter()
+        while agent.actor_statistics()["timesteps"] - start_steps < timesteps:
+            agent.update()
+        seconds = time.perf_counter() - start
+        stats = agent.actor_statistics()
+        return {"frames_per_s": (stats["timesteps"] - start_steps) / seconds, "updates": agent.num_updates,
+                "mean_policy_lag": stats["mean_policy_lag"]}
+    finally:
+        agent.terminate()
+
+
+def run_executor(spec: dict, env_spec: dict, timesteps: int) -> dict:
+    """frames/s of `IMPALAExecutor` while it learns."""
+    from rlgraph.execution.ray import IMPALAExecutor
+    executor = IMPALAExecutor(env_spec, spec)
+    try:
+        executor.execute_workload({"num_timesteps": 500})  # Warm-up.
+        result = executor.execute_workload({"num_timesteps": timesteps, "report_interval": timesteps})
+        return {"frames_per_s": result["env_frames_per_second"], "updates": result["updates"],
+                "mean_policy_lag": result["mean_policy_lag"]}
+    finally:
+        executor.terminate()
+
+
+def run_rllib(spec: dict, actors: int, timesteps: int, sleepy: bool, learning: bool) -> Optional[dict]:
+    """RLlib IMPALA with the same actors, rollout length, batch size and hidden width (None if missing)."""
+    try:
+        from rlgraph.benchmarks.rllib_impala import run_rllib_impala
+    except ImportError:
+        return None
+    kwargs = dict(num_actors=actors, rollout_length=spec["worker_sample_size"], batch_size=spec["update_spec"]
+                  ["batch_size"], hidden_units=spec["network_spec"][0]["units"], num_timesteps=timesteps, seed=SEED)
+    if sleepy:
+        from rlgraph.benchmarks.apex import STEP_SLEEP
+        kwargs["env_creator"] = _sleepy_gym_factory(STEP_SLEEP)
+    if learning:
+        kwargs["target_return"] = TARGET_RETURN
+    try:
+        return run_rllib_impala(**kwargs)
+    except RLGraphError as error:
+        print(f"RLlib skipped: {error}")
+        return None
+
+
+def _sleepy_gym_factory(step_sleep: float):
+    from rlgraph.benchmarks.sleepy_gym import SleepyGymCartPole
+    return lambda: SleepyGymCartPole(step_sleep)
+
+
+def run_learning(spec: dict, backend: str, mode: str, max_steps: int) -> dict:
+    """Env steps and wall time of `IMPALAExecutor` to a mean training return of 450 (last 100 episodes)."""
+    from collections import deque
+    from rlgraph.execution.ray import IMPALAExecutor
+    executor = IMPALAExecutor(PLAIN_ENV, impala_config(spec, backend, mode, 2))
+    returns: deque = deque(maxlen=100)
+    steps, start = 0, time.perf_counter()
+    try:
+        while steps < max_steps:
+            result = executor.execute_workload({"num_timesteps": 2000, "report_interval": 2000})
+            steps += result["timesteps_executed"]
+            returns.extend(result["episode_returns"])
+            if len(returns) >= 20 and sum(returns) / len(returns) >= TARGET_RETURN:
+                return {"steps_to_target": steps, "time_to_target_s": time.perf_counter() - start}
+        return {"steps_to_target": None, "time_to_target_s": None, "steps": steps}
+    finally:
+        executor.terminate()
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    parser = make_parser("impala", __doc__.splitlines()[0])
+    parser.add_argument("--config", default=None, help="an IMPALA config (default: configs/impala_cartpole.json)")
+    parser.add_argument("--backend", nargs="+", default=["pytorch"], choices=["pytorch", "tf"])
+    parser.add_argument("--mode", default="ray", choices=["ray", "inline"])
+    parser.add_argument("--actors", type=int, nargs="+", default=None, help="actor counts (default 1 2 4)")
+    parser.add_argument("--timesteps", type=int, default=None, help="timed env steps per actor (default 4000)")
+    parser.add_argument("--learning", action="store_true", help="also the time to a mean return of 450")
+    parser.add_argument("--learning-steps", type=int, default=500_000)
+    parser.add_argument("--no-rllib", action="store_true", help="skip the RLlib peer")
+    parser.add_argument("--ray-cpus", type=int, default=4)
+    args = parser.parse_args(argv)
+    actors = args.actors or ([1, 2] if args.quick else [1, 2, 4])
+    per_actor = args.timesteps or (200 if args.quick else 4000)
+    spec, source = load_agent_spec(args.config, CONFIG_FILE, IMPALA_CARTPOLE_SPEC, "IMPALA_CARTPOLE_SPEC")
+    result: Dict[str, Any] = {"benchmark": "impala", "config": source, "mode": args.mode, "quick": args.quick,
+                              "actors": actors, "timesteps_per_actor": per_actor, "backends": {}}
+    owns_ray = args.mode == "ray" and start_ray(args.ray_cpus)
+    try:
+        for backend in select_backends(args.backend, "rlgraph benchmark impala (--backend)"):
+            rows, runs = [], {}
+            for env_name, env_spec in (("CartPole-v1", PLAIN_ENV), ("SleepyCartPole", sleepy_env_spec(0.002))):
+                for n in actors:
+                    config = impala_config(spec, backend, args.mode, n)
+                    single = run_single(config, env_spec, n, per_actor * n)
+                    executor = run_executor(config, env_spec, per_actor * n)
+                    runs[f"{env_name}-{n}"] = {"single": single, "executor": executor}
+                    rows.append([env_name, n, single["frames_per_s"], executor["frames_per_s"],
+                                 f"{single['mean_policy_lag']:.1f}", f"{executor['mean_policy_lag']:.1f}"])
+            measured: Dict[str, Any] = {"runs": runs}
+            first, last = actors[0], actors[-1]
+            for kind in ("single", "executor"):
+                measured[f"scaling_{kind}"] = runs[f"SleepyCartPole-{last}"][kind]["frames_per_s"] / \
+                    runs[f"SleepyCartPole-{first}"][kind]["frames_per_s"]
+            if args.learning:
+                measured["learning"] = run_learning(spec, backend, args.mode, args.learning_steps)
+            result["backends"][backend] = measured
+            print(f"IMPALA, {backend}: env frames/s while learning ({args.mode} executor)")
+            print(format_table(["env", "actors", "single-impala (threads)", "IMPALAExecutor", "lag (single)",
+                                "lag (executor)"], rows))
+            print(f"SleepyCartPole {last} / {first} actors: single-impala {measured['scaling_single']:.2f}x, "
+                  f"IMPALAExecutor {measured['scaling_executor']:.2f}x (target >= {SCALING_TARGET:.1f}x for 4 / 1)")
+            if "learning" in measured:
+                print(f"to mean return {TARGET_RETURN:g}: {measured['learning']}")
+    finally:
+        if owns_ray:
+            import ray
+            ray.shutdown()
+    if not args.no_rllib and args.mode == "ray":
+        peer = {f"{n}-{'sleepy' if sleepy else 'plain'}": run_rllib(spec, n, per_actor * n, sleepy, False)
+                for n in actors for sleepy in (False, True)}
+        if args.learning:
+            peer["learning"] = run_rllib(spec, 2, args.learning_steps, False, True)
+        result["rllib"] = peer
+        print(f"RLlib IMPALA (same actors, rollout length, batch, hidden width): {peer}")
+    path = write_results(result, args.out)
+    if path:
+        print(f"wrote {path}")
+    return result
