@@ -117,6 +117,13 @@ class IMPALAAgent(Agent):
                 raise RLGraphSpecError("IMPALA needs discrete actions (IntBox leaves of shape ())",
                                        where=f"{self.name}(action_space{key})", expected="IntBox(n) leaves",
                                        received=str(leaf))
+        if self.policy_spec:
+            raise RLGraphSpecError("IMPALA builds its own policy (network, action and value heads)",
+                                   where=f"{owner}(policy_spec)", received=sorted(self.policy_spec),
+                                   hint="give network_spec and action_adapter_spec instead.")
+        if self.exploration_spec:
+            logger.warning("%s: exploration_spec is not used: IMPALA explores by sampling from its policy "
+                           "(use_exploration=False takes the most likely actions).", owner)
         network_spec = self.network_spec
         if network_spec is None:
             from rlgraph.agents.impala_networks import impala_network_spec

@@ -11,7 +11,7 @@ import numpy as np
 
 from rlgraph.agents.impala_rollouts import concat_rollouts, split_rows
 from rlgraph.execution.impala.actor import IMPALAActor
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ class ActorPool:
     Threads, not processes: acting is one batched backend call per step (PyTorch and TF release
     the GIL inside it) and a latency-bound env sleeps without the GIL, so threads overlap with
     each other and with the learner's update without copying rollouts between processes (the
-    measurements are in docs/performance.md). A CPU-bound python env scales with Ray actors
+    measurements are in docs/performance.md, "IMPALA"). A CPU-bound python env scales with Ray actors
     (`IMPALAExecutor`) instead.
 
     - **Asynchronous** (default): each actor runs in a daemon thread: it takes the newest
@@ -33,8 +33,9 @@ class ActorPool:
     - **Reproducible** (`reproducible: true`): the batch of update k is collected by the actors
       in a fixed order (actor 0, 1, ...), with exactly the weights the learner had before update
       k - 1 (policy lag 1; the first two batches use the initial weights), while update k - 1
-      runs. Rows left over from a round wait for the next batch. Two runs with the same seed
-      then give the same losses.
+      runs. `batch_size` must be a multiple of the rows of one round (num_workers x
+      num_worker_environments; else an `RLGraphSpecError`). Two runs with the same seed then give
+      the same losses.
 
     Args:
         agent: The `SingleIMPALAAgent` (the learner).
@@ -48,6 +49,13 @@ class ActorPool:
                                    agent.worker_sample_size, num_threads=None, visualize=agent.visualize and i == 0,
                                    **spaces) for i in range(agent.num_workers)]
         self.reproducible = agent.reproducible
+        rows_per_round = agent.num_workers * agent.num_worker_environments
+        if self.reproducible and agent.update_spec["batch_size"] % rows_per_round:
+            raise RLGraphSpecError("with reproducible: true, update_spec.batch_size must be a multiple of the rows "
+                                   "one round of the actors gives", where=f"{type(agent).__name__}(update_spec)",
+                                   expected=f"a multiple of num_workers x num_worker_environments = {rows_per_round}",
+                                   received=agent.update_spec["batch_size"],
+                                   hint="rows left over from a round would wait for the next batch (policy lag 2).")
         self.queue: "queue.Queue" = queue.Queue(maxsize=agent.fifo_queue_spec["capacity"])
         self.lock = threading.Lock()
         self.lags: collections.deque = collections.deque(maxlen=1000)
@@ -111,6 +119,8 @@ class ActorPool:
         rows = self._reproducible_rows(batch_size) if self.reproducible else self._queued_rows(batch_size)
         version = self.agent.num_updates
         self.lags.extend(version - v for _, v in rows)
+        with self.lock:
+            self.agent.timesteps = self.timesteps  # Schedules (time_percentage) count the actors' env steps.
         return concat_rollouts([row for row, _ in rows])
 
     def _queued_rows(self, batch_size: int) -> List[tuple]:

@@ -104,7 +104,7 @@ class IMPALAExecutor(RayExecutor):
         config = split_ray_spec(agent_config)[0] if "ray_spec" in (agent_config.get("execution_spec") or {}) \
             else copy.deepcopy(agent_config)
         for key in SINGLE_KEYS:
-            if key != "fifo_queue_spec":
+            if key not in ("fifo_queue_spec", "environment_spec"):  # (A learner ignores its environment_spec.)
                 config.pop(key, None)
         config["type"], config["role"] = "impala", "learner"
         return config
