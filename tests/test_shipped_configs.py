@@ -1,11 +1,14 @@
 """Every shipped config compiles on both backends and acts in its environment; the distributed
-(Ape-X) configs also run a few hundred env steps through their executor, inline."""
+configs (Ape-X, IMPALA) also run a few hundred env steps through their executor, inline (for
+Pong that is a few rollouts of the small IMPALA network, enough to check that it builds, acts,
+learns and syncs weights; learning Pong is far beyond the suite)."""
 import glob
 import os
 
 import numpy as np
 import pytest
 
+from rlgraph.execution.distributed_training import executor_class
 from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
 from rlgraph.utils.specifiable import load_spec_file
 
@@ -20,19 +23,30 @@ SMALL_DISTRIBUTED = [RAY + "executor_spec.mode=inline", RAY + "apex_replay_spec.
                      RAY + "apex_replay_spec.min_sample_memory_size=32", RAY + "executor_spec.num_worker_samples=16",
                      RAY + "executor_spec.num_sample_workers=2", RAY + "executor_spec.num_replay_workers=1",
                      RAY + "worker_spec.num_worker_environments=1", "update_spec.batch_size=8"]
+# An IMPALA config likewise: 2 actors of one env, batches of 4 rollouts (the rollout length as shipped).
+SMALL_IMPALA = [RAY + "executor_spec.mode=inline", RAY + "executor_spec.num_sample_workers=2",
+                RAY + "worker_spec.num_worker_environments=1", "update_spec.batch_size=4"]
+
+
+def _is_impala(config):
+    from rlgraph.agents import Agent, IMPALAAgent
+    return issubclass(Agent.resolve_type(config["type"]), IMPALAAgent)
 
 
 def test_the_expected_configs_ship():
     names = {os.path.basename(c) for c in CONFIGS}
     assert {"dqn_cartpole.json", "dqn_cartpole_tf.json", "dqn_gridworld_4x4.json", "dqn_pong.json",
-            "apex_cartpole.json", "apex_pong.json"} <= names
-    assert {os.path.basename(c) for c in DISTRIBUTED} == {"apex_cartpole.json", "apex_pong.json"}
+            "apex_cartpole.json", "apex_pong.json", "impala_cartpole.json", "impala_pong.json"} <= names
+    assert {os.path.basename(c) for c in DISTRIBUTED} == {"apex_cartpole.json", "apex_pong.json",
+                                                          "impala_cartpole.json", "impala_pong.json"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=os.path.basename)
 def test_config_builds_and_acts(config, backend):
-    """(For a distributed config: the learner's agent, as `rlgraph evaluate` builds it.)"""
-    resolved = resolve_config(config, backend=backend, overrides=SMALL)
+    """(For a distributed config: the learner's agent, as `rlgraph evaluate` builds it. An IMPALA
+    agent learns from rollouts, not from observed transitions: it only acts here.)"""
+    impala = _is_impala(load_spec_file(config))
+    resolved = resolve_config(config, backend=backend, overrides=[] if impala else SMALL)
     agent, env_spec = make_agent_and_env(resolved)
     from rlgraph.environments import Environment
     env = Environment.from_spec(env_spec)
@@ -40,6 +54,11 @@ def test_config_builds_and_acts(config, backend):
     action = agent.get_action(state)
     assert env.action_space.contains(np.asarray(action))
     next_state, reward, terminal, _ = env.step(action)
+    if impala:
+        assert env.action_space.contains(np.asarray(agent.get_action(next_state)))
+        env.terminate()
+        agent.terminate()
+        return
     preprocessed = agent.preprocess_states(state)
     agent.observe(preprocessed, action, None, reward, agent.preprocess_states(next_state), True)
     assert agent.memory_size() == 1
@@ -49,12 +68,19 @@ def test_config_builds_and_acts(config, backend):
 
 @pytest.mark.parametrize("config", DISTRIBUTED, ids=os.path.basename)
 def test_distributed_config_runs_inline(config, backend):
-    from rlgraph.execution.ray import ApexExecutor
-    resolved = resolve_config(config, backend=backend, num_timesteps=300, seed=1, overrides=SMALL_DISTRIBUTED)
-    assert is_distributed(resolved)
+    from rlgraph.execution.ray import IMPALAExecutor
+    impala = _is_impala(load_spec_file(config))
+    resolved = resolve_config(config, backend=backend, num_timesteps=300, seed=1,
+                              overrides=SMALL_IMPALA if impala else SMALL_DISTRIBUTED)
+    assert is_distributed(resolved) and (executor_class(resolved) is IMPALAExecutor) == impala
     agent_config = {k: v for k, v in resolved.items() if k not in ("environment_spec", "training_spec")}
-    with ApexExecutor(resolved["environment_spec"], agent_config) as executor:
+    with executor_class(resolved)(resolved["environment_spec"], agent_config) as executor:
         result = executor.execute_workload({"num_timesteps": 300})
         assert result["timesteps_executed"] >= 300 and result["restarts"] == 0
-        assert sum(result["replay_sizes"]) > 32 and result["learner_updates"] > 0
+        assert result["learner_updates"] > 0 and np.isfinite(result["mean_loss"])
         assert executor.local_agent.backend == backend
+        if impala:  # The learner's weights reached the actors.
+            assert result["max_policy_lag"] >= result["mean_policy_lag"] >= 0
+            assert max(a.handle.obj.version for a in executor.actors_list) > 0
+        else:
+            assert sum(result["replay_sizes"]) > 32

@@ -56,7 +56,8 @@ class IMPALAExecutor(RayExecutor):
       policy version it acted with. `env_interaction_task_depth` tasks are in flight per actor.
     - **FIFO queue** (in the driver, `fifo_queue_spec.capacity` rows): rollout rows wait here in
       arrival order. While it is full, actors get no new task (back-pressure), so nothing is
-      dropped.
+      dropped; with `update_spec.do_updates` false nothing drains it, so the oldest rows are
+      dropped instead (counted in `discarded`).
     - **Learner** (`local_agent`, an `IMPALAAgent` in this process): whenever `update_spec.batch_size`
       rows are queued it takes them and runs one V-trace update. The policy lag of each row
       (learner version - behaviour version) is reported.
@@ -83,6 +84,7 @@ class IMPALAExecutor(RayExecutor):
         self.env_frames = 0
         self.weight_syncs = 0
         self.records_lost = 0
+        self.discarded = 0            # Rows dropped from the full queue while updates are off.
         self.actors_list: List[_Actor] = []
         self.local_agent = None
         self.learner = None
@@ -163,7 +165,7 @@ class IMPALAExecutor(RayExecutor):
             self._submit(actor)
 
     def _submit(self, actor: _Actor) -> None:
-        if len(self.fifo) >= self.capacity:
+        if len(self.fifo) >= self.capacity and self.local_agent.update_spec["do_updates"]:
             if actor not in self._idle:
                 self._idle.append(actor)
             return
@@ -203,6 +205,11 @@ class IMPALAExecutor(RayExecutor):
             self._restart(actor, error)
             return
         self.fifo.extend((row, meta["version"]) for row in split_rows(rollout))
+        if not self.local_agent.update_spec["do_updates"]:
+            # Nothing drains the queue: keep the newest rows (no back-pressure, or the actors would stall).
+            while len(self.fifo) > self.capacity:
+                self.fifo.popleft()
+                self.discarded += 1
         self.env_timesteps += meta["timesteps"]
         self.env_frames += meta["env_frames"]
         self.local_agent.timesteps = self.env_timesteps  # Schedules count env steps.
@@ -234,7 +241,7 @@ class IMPALAExecutor(RayExecutor):
         lags, self._workload_lags = self._workload_lags, []
         return {"total_timesteps": self.env_timesteps, "total_env_frames": self.env_frames,
                 "learner_updates": self.local_agent.num_updates, "weight_syncs": self.weight_syncs,
-                "queue_size": len(self.fifo), "records_lost": 0,
+                "queue_size": len(self.fifo), "records_lost": 0, "discarded": self.discarded,
                 "mean_policy_lag": float(np.mean(lags)) if lags else float("nan"),
                 "max_policy_lag": int(np.max(lags)) if lags else 0,
                 "mean_loss": float(np.mean(self._losses)) if self._losses else float("nan"),
