@@ -19,7 +19,7 @@ from rlgraph.utils.nest import flatten_op
 
 
 class IMPALACore(Component):
-    """Preprocessor, a policy with a value head, the IMPALA loss and the optimizer.
+    """Preprocessor, a policy network with action and value heads, the IMPALA loss and the optimizer.
 
     The network is run the same way for acting and learning: the layers before the first
     recurrent layer see every step as a batch row (B * T rows), the previous action (one-hot) and
@@ -28,8 +28,8 @@ class IMPALACore(Component):
     policy and value heads again see B * T rows. An actor acts on [B, ...] states as sequences of
     one step.
 
-    One learner update on a rollout record (B rows of T steps, states s_0 .. s_T preprocessed;
-    `rlgraph/agents/impala_rollouts.py`) reads on one screen:
+    One learner update on a rollout record (B rows of T steps, states s_0 .. s_{T-1} and the
+    bootstrap state s_T preprocessed; `rlgraph/agents/impala_rollouts.py`) reads on one screen:
 
         logits, V = policy(s_0 .. s_T)                 # [B, T + 1, A], [B, T + 1]
         pi_logits, V_t, V_T = logits[:, :T], V[:, :T], V[:, T]
@@ -37,19 +37,25 @@ class IMPALACore(Component):
         optimizer.step(policy variables, loss)
 
     Args:
-        policy: A `SharedValueFunctionPolicy` (network, one action adapter per action leaf,
-            value head).
+        network_spec: A list of layer specs (or {"layers": [...]}) with at most one LSTM, or a
+            feed-forward `NeuralNetwork`; see `split_network`.
+        action_space: The action space (IntBox, or a Dict/Tuple of IntBox leaves).
         preprocessing_spec: The preprocessor layer specs (applied when acting).
         loss_function: The `IMPALALossFunction`.
         optimizer: The optimizer component.
-        action_leaves: (auto-key, num_categories) of each discrete action leaf.
-        feed_previous_action: Append the one-hot previous action to the recurrent layer's input.
+        action_adapter_spec: Extra `ActionAdapter` arguments for every action leaf.
+        feed_previous_action: Append the one-hot previous action to the recurrent layer's input
+            (without one: to the heads' input).
         feed_previous_reward: Append the previous reward likewise.
         scope: Default "impala-core".
 
+    Sub-components: "preprocessor-stack"; "policy" holding "torso", the LSTM, "head",
+    "action-adapter-i" per action leaf and the value head "value-function-node"; the loss function
+    and the optimizer.
+
     API (built according to the network; `extras` is a dict of what the network needs:
     "internal_states" (c, h) [B, units], "previous_actions" (nested like the actions) and
-    "previous_rewards" [B] (with a time rank [B, T + 1] for learning)):
+    "previous_rewards" [B]):
         get_preprocessed_states(states)
         act(states[, extras]) -> (preprocessed_states, logits, probabilities[, last_internal_states])
         act_preprocessed(preprocessed_states[, extras]) -> the same
@@ -184,7 +190,7 @@ class IMPALACore(Component):
     def _graph_fn_identity(self, x):
         return x
 
-    @graph_fn(output_space=lambda self, x: x.with_time_rank(False))
+    @graph_fn(split_ops=True, output_space=lambda self, x: x.with_time_rank(False))
     def _graph_fn_fold(self, x):
         """[B, T, ...] -> [B * T, ...]."""
         if get_backend() == "tf":
@@ -218,7 +224,7 @@ class IMPALACore(Component):
         import torch
         return torch.cat([sequence, last.to(sequence.dtype).unsqueeze(1)], dim=1)
 
-    @graph_fn(flatten_ops=True, output_space=lambda self, previous, values, terminals: previous)
+    @graph_fn(flatten_ops=True, split_ops=True, output_space=lambda self, previous, values, terminals: previous)
     def _graph_fn_append_previous_step(self, previous, values, terminals):
         """The previous actions (or rewards) of steps 0 .. T: those of steps 0 .. T - 1 [B, T] and,
         for step T, a_{T-1} (r_{T-1}), or 0 if an episode ended at step T - 1."""

@@ -23,7 +23,7 @@ import numpy as np
 from rlgraph.spaces import BoolBox, Dict as DictSpace, FloatBox, Space, Tuple as TupleSpace
 from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.utils.nest import map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphNonFiniteError, RLGraphSpaceError
 
 ROLLOUT_KEYS = ("states", "bootstrap_states", "actions", "rewards", "terminals", "action_probs")
 OPTIONAL_KEYS = ("initial_internal_states", "previous_actions", "previous_rewards")
@@ -105,6 +105,12 @@ def check_rollout(rollout: Any, keys: tuple, rollout_length: Optional[int], wher
                 raise RLGraphSpaceError(FloatBox(), f"'{key}' does not fit the rollout's {rows} rows of {steps} steps",
                                         where=f"{where}['{key}']", expected=f"leading dims {list(expected)}",
                                         received=f"shape {leaf.shape}")
+    for key in keys:
+        for leaf in _leaves(out[key]):
+            if leaf.dtype.kind == "f" and not np.all(np.isfinite(leaf)):
+                raise RLGraphNonFiniteError(f"'{key}' holds NaN or inf", where=f"{where}['{key}']",
+                                            received=f"{int(np.sum(~np.isfinite(leaf)))} non-finite values",
+                                            hint="nothing was learned from this rollout.")
     out["rewards"] = rewards.astype(np.float32)
     out["terminals"] = out["terminals"].astype(bool)
     return out

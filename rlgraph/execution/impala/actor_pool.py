@@ -43,24 +43,32 @@ class ActorPool:
 
     def __init__(self, agent: Any):
         self.agent = agent
-        config = dict(agent.actor_config)
-        spaces = dict(state_space=agent.state_space, action_space=agent.action_space)
-        self.actors = [IMPALAActor(config, agent.environment_spec, i, agent.num_worker_environments,
-                                   agent.worker_sample_size, num_threads=None, visualize=agent.visualize and i == 0,
-                                   **spaces) for i in range(agent.num_workers)]
-        self.reproducible = agent.reproducible
         rows_per_round = agent.num_workers * agent.num_worker_environments
-        if self.reproducible and agent.update_spec["batch_size"] % rows_per_round:
+        if agent.reproducible and agent.update_spec["batch_size"] % rows_per_round:
             raise RLGraphSpecError("with reproducible: true, update_spec.batch_size must be a multiple of the rows "
                                    "one round of the actors gives", where=f"{type(agent).__name__}(update_spec)",
                                    expected=f"a multiple of num_workers x num_worker_environments = {rows_per_round}",
                                    received=agent.update_spec["batch_size"],
                                    hint="rows left over from a round would wait for the next batch (policy lag 2).")
+        config = dict(agent.actor_config)
+        spaces = dict(state_space=agent.state_space, action_space=agent.action_space)
+        self.actors: List[IMPALAActor] = []
+        try:
+            for i in range(agent.num_workers):
+                self.actors.append(IMPALAActor(config, agent.environment_spec, i, agent.num_worker_environments,
+                                               agent.worker_sample_size, num_threads=None,
+                                               visualize=agent.visualize and i == 0, **spaces))
+        except BaseException:
+            for actor in self.actors:  # (An env or agent that fails to build: release the others.)
+                actor.terminate()
+            raise
+        self.reproducible = agent.reproducible
         self.queue: "queue.Queue" = queue.Queue(maxsize=agent.fifo_queue_spec["capacity"])
         self.lock = threading.Lock()
         self.lags: collections.deque = collections.deque(maxlen=1000)
         self.episode_returns: collections.deque = collections.deque(maxlen=1000)
-        self.timesteps = 0
+        self.timesteps = 0                # Env steps the actors collected.
+        self.learned_timesteps = 0        # Env steps of the rows handed to the learner.
         self.error: Optional[BaseException] = None
         self._weights = (-1, None)
         self._stop = threading.Event()
@@ -119,8 +127,10 @@ class ActorPool:
         rows = self._reproducible_rows(batch_size) if self.reproducible else self._queued_rows(batch_size)
         version = self.agent.num_updates
         self.lags.extend(version - v for _, v in rows)
-        with self.lock:
-            self.agent.timesteps = self.timesteps  # Schedules (time_percentage) count the actors' env steps.
+        # Schedules (time_percentage) count the env steps of the rows learned from: the same in every
+        # run of a seed, whatever the actors have collected meanwhile.
+        self.learned_timesteps += len(rows) * self.agent.worker_sample_size
+        self.agent.timesteps = self.learned_timesteps
         return concat_rollouts([row for row, _ in rows])
 
     def _queued_rows(self, batch_size: int) -> List[tuple]:
