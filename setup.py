@@ -13,7 +13,12 @@ extras = {
     "ray": ["ray>=2.9,<3"],
     "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
     # `rlgraph benchmark dqn-sb3` runs Stable-Baselines3 as the peer; pyinstrument profiles the runs.
-    "bench": ["stable-baselines3>=2.3", "pyinstrument>=4.6"],
+    # The IMPALA peer is RLlib, whose code ships inside the ray wheel. ray[rllib] 2.60 pins gymnasium 1.2.2,
+    # which conflicts with the project's gymnasium pin, so the bench extra installs RLlib's own
+    # dependencies instead of the `rllib` extra.
+    "bench": ["stable-baselines3>=2.3", "pyinstrument>=4.6",
+              "ray>=2.9,<3", "pandas>=2.0", "pyarrow>=14", "pydantic>=2.5,<3", "tensorboardX>=2.6",
+              "lz4>=4.0", "ormsgpack>=1.7"],
     # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test and
     # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1).
     "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8",
