@@ -106,7 +106,9 @@ def run_rllib(spec: dict, actors: int, timesteps: int, sleepy: bool, learning: b
     except ImportError:
         return None
     kwargs = dict(num_actors=actors, rollout_length=spec["worker_sample_size"], batch_size=spec["update_spec"]
-                  ["batch_size"], hidden_units=spec["network_spec"][0]["units"], num_timesteps=timesteps, seed=SEED)
+                  ["batch_size"], hidden_units=[layer["units"] for layer in spec["network_spec"]],
+                  num_timesteps=timesteps, seed=SEED, learning_rate=spec["optimizer_spec"]["learning_rate"],
+                  entropy_coeff=spec.get("weight_entropy") or 0.00025)
     if sleepy:
         from rlgraph.benchmarks.apex import STEP_SLEEP
         kwargs["env_creator"] = _sleepy_gym_factory(STEP_SLEEP)
@@ -141,6 +143,26 @@ def run_learning(spec: dict, backend: str, mode: str, max_steps: int) -> dict:
         return {"steps_to_target": None, "time_to_target_s": None, "steps": steps}
     finally:
         executor.terminate()
+
+
+def print_peer(result: dict, peer: dict, actors: List[int]) -> None:
+    """RLlib's frames/s next to rlgraph's (PyTorch runs, when measured) and the ratios."""
+    runs = (result["backends"].get("pytorch") or {}).get("runs", {})
+    rows = []
+    for name, item in peer.items():
+        if name == "learning" or item is None:
+            continue
+        ours = runs.get(name, {})
+        best = max((ours[k]["frames_per_s"] for k in ("single", "executor") if k in ours), default=None)
+        rows.append([name, item["frames_per_second"], item.get("steady_frames_per_second", "-"),
+                     best if best is not None else "-",
+                     f"{best / item['frames_per_second']:.2f}x" if best else "-"])
+    print("RLlib IMPALA (same actors, rollout length, batch, hidden layers, learning rate, entropy weight), "
+          "env frames/s")
+    print(format_table(["env-actors", "RLlib", "RLlib after warm-up", "rlgraph (best of the two)", "rlgraph / RLlib"],
+                       rows))
+    if peer.get("learning"):
+        print(f"RLlib to a mean return of {TARGET_RETURN:g}: {peer['learning']}")
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
@@ -192,12 +214,12 @@ def main(argv: Optional[List[str]] = None) -> dict:
             import ray
             ray.shutdown()
     if not args.no_rllib and args.mode == "ray":
-        peer = {f"{n}-{'sleepy' if sleepy else 'plain'}": run_rllib(spec, n, per_actor * n, sleepy, False)
-                for n in actors for sleepy in (False, True)}
+        peer = {f"{env}-{n}": run_rllib(spec, n, per_actor * n, env == "SleepyCartPole", False)
+                for env in ("CartPole-v1", "SleepyCartPole") for n in actors}
         if args.learning:
             peer["learning"] = run_rllib(spec, 2, args.learning_steps, False, True)
         result["rllib"] = peer
-        print(f"RLlib IMPALA (same actors, rollout length, batch, hidden width): {peer}")
+        print_peer(result, peer, actors)
     path = write_results(result, args.out)
     if path:
         print(f"wrote {path}")

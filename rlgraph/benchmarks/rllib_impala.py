@@ -12,7 +12,7 @@
 Settings: `num_actors` env runners (Ray actors) with one env each and rollout fragments of
 `rollout_length` steps; the learner runs in the driver process (`num_learners=0`, synchronous
 updates); one train batch is `batch_size` sequences x `rollout_length` steps; the policy and value
-heads share one hidden layer of `hidden_units` units; Adam at `learning_rate`, V-trace, entropy
+heads share the hidden layer(s) of `hidden_units` units; Adam at `learning_rate`, V-trace, entropy
 coefficient `entropy_coeff`, RLlib's other IMPALA defaults (gamma 0.99, grad clip 40). One training
 iteration lasts at least 1 s (RLlib's IMPALA default is 10 s, too coarse for time-to-target).
 Training stops after `num_timesteps` env steps or `time_limit_s` seconds, whichever comes first.
@@ -75,7 +75,7 @@ def _env_steps(result: dict) -> int:
     return int(value)
 
 
-def run_rllib_impala(num_actors: int, rollout_length: int, batch_size: int, hidden_units: int, num_timesteps: int,
+def run_rllib_impala(num_actors: int, rollout_length: int, batch_size: int, hidden_units: Any, num_timesteps: int,
                      seed: int, target_return: float = 450.0, learning_rate: float = 5e-4,
                      entropy_coeff: float = 0.01, time_limit_s: float = 600.0,
                      env_creator: Optional[Callable] = None) -> dict:
@@ -85,7 +85,8 @@ def run_rllib_impala(num_actors: int, rollout_length: int, batch_size: int, hidd
         num_actors: Number of env runners (Ray actors), one env each.
         rollout_length: Rollout fragment length (steps per sequence).
         batch_size: Sequences per train batch (train batch = batch_size * rollout_length steps).
-        hidden_units: Units of the one hidden layer shared by policy and value function.
+        hidden_units: Units of the hidden layer shared by policy and value function, or a list of
+            them, one per layer.
         num_timesteps: Stop once this many env steps have been sampled.
         seed: RLlib's seed (`debugging(seed=)`).
         target_return: The mean episode return that counts as solved.
@@ -140,7 +141,8 @@ def run_rllib_impala(num_actors: int, rollout_length: int, batch_size: int, hidd
                   .learners(num_learners=0, num_gpus_per_learner=0)
                   .training(train_batch_size_per_learner=batch_size * rollout_length, lr=learning_rate,
                             entropy_coeff=entropy_coeff)
-                  .rl_module(model_config=rllib["DefaultModelConfig"](fcnet_hiddens=[hidden_units],
+                  .rl_module(model_config=rllib["DefaultModelConfig"](fcnet_hiddens=list(hidden_units) if isinstance(hidden_units, (list, tuple))
+                                                                     else [hidden_units],
                                                                      vf_share_layers=True))
                   .reporting(min_time_s_per_iteration=MIN_TIME_S_PER_ITERATION)
                   .debugging(seed=seed))
