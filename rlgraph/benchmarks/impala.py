@@ -154,12 +154,14 @@ def print_peer(result: dict, peer: dict, actors: List[int]) -> None:
             continue
         ours = runs.get(name, {})
         best = max((ours[k]["frames_per_s"] for k in ("single", "executor") if k in ours), default=None)
-        rows.append([name, item["frames_per_second"], item.get("steady_frames_per_second", "-"),
-                     best if best is not None else "-",
-                     f"{best / item['frames_per_second']:.2f}x" if best else "-"])
+        # rlgraph's figures exclude the warm-up, so the ratio uses RLlib's rate after its warm-up.
+        steady = item.get("steady_frames_per_second") or item["frames_per_second"]
+        rows.append([name, item["frames_per_second"], steady, best if best is not None else "-",
+                     f"{best / steady:.2f}x" if best else "-"])
     print("RLlib IMPALA (same actors, rollout length, batch, hidden layers, learning rate, entropy weight), "
           "env frames/s")
-    print(format_table(["env-actors", "RLlib", "RLlib after warm-up", "rlgraph (best of the two)", "rlgraph / RLlib"],
+    print(format_table(["env-actors", "RLlib", "RLlib after warm-up", "rlgraph (best of the two)",
+                        "rlgraph / RLlib after warm-up"],
                        rows))
     if peer.get("learning"):
         print(f"RLlib to a mean return of {TARGET_RETURN:g}: {peer['learning']}")
