@@ -234,8 +234,7 @@ def _damage(path, kind):
     state = json.loads(text)
     if kind == "missing":
         os.remove(state_file)
-        return
-    if kind == "truncated":
+    elif kind == "truncated":
         content = text[:len(text) // 2]
     elif kind == "edited":
         content = json.dumps(dict(state, env_timesteps=7))
@@ -243,9 +242,10 @@ def _damage(path, kind):
         content = json.dumps({"not a dict": [1, 2], "negative counter": dict(state, env_timesteps=-1),
                               "bool counter": dict(state, env_frames=True),
                               "other executor": dict(state, executor="ApexExecutor")}[kind])
-    with open(state_file, "w") as handle:
-        handle.write(content)
-    if kind not in ("truncated", "edited"):
+    if kind != "missing":
+        with open(state_file, "w") as handle:
+            handle.write(content)
+    if kind not in ("missing", "truncated", "edited"):
         _resign(path, "executor_state.json")
 
 

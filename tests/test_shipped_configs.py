@@ -54,14 +54,12 @@ def test_config_builds_and_acts(config, backend):
     action = agent.get_action(state)
     assert env.action_space.contains(np.asarray(action))
     next_state, reward, terminal, _ = env.step(action)
-    if impala:
+    if impala:  # (IMPALA learns from rollouts: no observe; test_distributed_config_runs_inline updates it.)
         assert env.action_space.contains(np.asarray(agent.get_action(next_state)))
-        env.terminate()
-        agent.terminate()
-        return
-    preprocessed = agent.preprocess_states(state)
-    agent.observe(preprocessed, action, None, reward, agent.preprocess_states(next_state), True)
-    assert agent.memory_size() == 1
+    else:
+        preprocessed = agent.preprocess_states(state)
+        agent.observe(preprocessed, action, None, reward, agent.preprocess_states(next_state), True)
+        assert agent.memory_size() == 1
     env.terminate()
     agent.terminate()
 

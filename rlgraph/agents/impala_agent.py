@@ -235,9 +235,9 @@ class IMPALAAgent(Agent):
         names = self._extra_return_names(extra_returns)
         space = self.state_space if apply_preprocessing else self.preprocessed_state_space
         batch, single = self._batch(states, space, "get_action(states)")
-        rows = len(next(iter(flatten_op(batch).values())))
         extras = internals
         if extras is None and self.root_component.needs_extras:
+            rows = len(next(iter(flatten_op(batch).values())))
             carried = self._acting_extras
             same = carried is not None and len(next(iter(flatten_op(carried).values()))) == rows
             extras = carried if same else self.initial_extras(rows)
