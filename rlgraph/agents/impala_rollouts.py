@@ -21,7 +21,6 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from rlgraph.spaces import BoolBox, Dict as DictSpace, FloatBox, Space, Tuple as TupleSpace
-from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.utils.nest import map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphNonFiniteError, RLGraphSpaceError
 
