@@ -128,3 +128,28 @@ def test_agent_test_checks(backend):
     weights = agent.get_weights()
     name = next(iter(weights))
     test.check_var(name, weights[name])
+
+
+@pytest.mark.parametrize("memory_type", ["replay-memory", "prioritized-replay", "mem-prioritized-replay"])
+def test_updates_wait_for_a_batch_in_the_memory(backend, memory_type):
+    """steps_before_update 0 (the original RLgraph configs' default): the first update round comes
+    once the memory holds batch_size records, not on an empty memory (a regression: it raised)."""
+    agent = _agent(backend, FloatBox(shape=(3,)), memory_spec={"type": memory_type, "capacity": 100},
+                   update_spec={"update_interval": 1, "steps_before_update": 0, "batch_size": 6, "update_steps": 1},
+                   observe_spec={"buffer_size": 4})
+    worker = SingleThreadedWorker(agent, _random_env_spec(), num_environments=1, seed=5)
+    assert not agent.ready_to_update()
+    stats = worker.execute_timesteps(10)
+    # 9 observed; buffers of 4 flush at 4 and 8: the memory first holds >= 6 records at observed step 8,
+    # so rounds run at observed steps 8 and 9.
+    assert agent.memory_size() == 8 and stats["num_updates"] == 2 and agent.ready_to_update()
+
+
+def test_a_batch_larger_than_the_memory_waits_for_a_full_memory(backend):
+    agent = _agent(backend, FloatBox(shape=(3,)), memory_spec={"type": "replay-memory", "capacity": 4},
+                   update_spec={"update_interval": 1, "steps_before_update": 0, "batch_size": 8, "update_steps": 1},
+                   observe_spec={"buffer_size": 2})
+    worker = SingleThreadedWorker(agent, _random_env_spec(), num_environments=1, seed=5)
+    stats = worker.execute_timesteps(6)
+    # 5 observed, 4 flushed into the memory (full at observed step 4): rounds at steps 4 and 5.
+    assert stats["num_updates"] == 2

@@ -72,6 +72,11 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
 
     # Run sections (RUN_SECTIONS) that this agent's constructor takes itself (IMPALA: environment_spec).
     config_sections: Tuple[str, ...] = ()
+    # update_spec keys of this algorithm beyond `UPDATE_SPEC_DEFAULTS`, with their defaults (e.g.
+    # PPO's "num_epochs"); the subclass checks their values.
+    update_spec_defaults: Dict[str, Any] = {}
+    # The update modes the agent knows (see `check_update_spec`).
+    update_modes: Tuple[str, ...] = ("time_steps",)
     # Root APIs for greedy acting, (from preprocessed states, from raw states), or None: then
     # `get_action(use_exploration=False)` calls "get_actions" with use_exploration False.
     greedy_apis: Optional[Tuple[str, str]] = None
@@ -105,7 +110,9 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             check_spec(execution_spec, EXECUTION_SPEC_DEFAULTS, "execution_spec", owner), owner)
         self.observe_spec = check_observe_spec(check_spec(observe_spec, OBSERVE_SPEC_DEFAULTS, "observe_spec", owner),
                                                owner)
-        self.update_spec = check_update_spec(check_spec(update_spec, UPDATE_SPEC_DEFAULTS, "update_spec", owner), owner)
+        update_defaults = {**UPDATE_SPEC_DEFAULTS, **self.update_spec_defaults}
+        self.update_spec = check_update_spec(check_spec(update_spec, update_defaults, "update_spec", owner), owner,
+                                             self.update_modes)
         self.summary_spec = check_summary_spec(check_spec(summary_spec, SUMMARY_SPEC_DEFAULTS, "summary_spec", owner),
                                                owner)
         self.saver_spec = check_saver_spec(check_spec(saver_spec, SAVER_SPEC_DEFAULTS, "saver_spec", owner), owner)
@@ -391,6 +398,12 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
                 self._observe_graph(stack_transitions(ready))
 
     # --- Updating -------------------------------------------------------------------------------
+    def ready_to_update(self) -> bool:
+        """Whether `update()` (from the agent's own data) can run now; workers ask before each
+        update round. Agents with a memory say whether it holds a batch; on-policy agents whether
+        their rollout is complete."""
+        return True
+
     @abc.abstractmethod
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
         """One update from the memory (batch None) or from an external batch; returns the loss(es)."""

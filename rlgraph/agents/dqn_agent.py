@@ -72,6 +72,7 @@ class DQNAgent(Agent):
         self.store_last_q_table = store_last_q_table
         self.last_memory_batch = None
         self.last_q_table = None
+        self._memory_ready = False  # Set once the memory holds a batch (it never shrinks while training).
         super().__init__(**kwargs)
         memory = self.root_component.memory if self.root_component.memory is not None else self.replay.memory
         capacity = memory.capacity
@@ -172,6 +173,16 @@ class DQNAgent(Agent):
         return map_structure(lambda x: x[0], q) if single else q
 
     # --- Updating -------------------------------------------------------------------------------
+    def ready_to_update(self) -> bool:
+        """Whether the memory holds `update_spec.batch_size` transitions (or is full, for a batch
+        larger than the memory): sampling from a memory with fewer records would fail or repeat them.
+        One executor call per check until it first holds enough."""
+        if not self._memory_ready:
+            memory = self.root_component.memory if self.root_component.memory is not None else self.replay.memory
+            needed = min(self.update_spec["batch_size"], memory.capacity)
+            self._memory_ready = self.replay.size() >= needed
+        return self._memory_ready
+
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
         """One gradient step; syncs the target network when `sync_interval` env steps have passed.
 
@@ -249,3 +260,4 @@ class DQNAgent(Agent):
 
     def _load_files(self, checked: Any) -> None:
         self.replay.load_files(checked)
+        self._memory_ready = False  # The restored memory may hold fewer records.

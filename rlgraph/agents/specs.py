@@ -158,11 +158,15 @@ def check_directory(value: Any, name: str, owner: str) -> Optional[str]:
 
 
 # --- The values of each sub-spec (after `check_spec` filled in the defaults) ---------------------
-def check_update_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
-    """Checks (and normalizes, e.g. 64.0 -> 64) an `update_spec` in place; returns it."""
+def check_update_spec(spec: Dict[str, Any], owner: str, modes: tuple = UPDATE_MODES) -> Dict[str, Any]:
+    """Checks (and normalizes, e.g. 64.0 -> 64) an `update_spec` in place; returns it.
+
+    `modes` are the update modes the agent knows ("episodes": on-policy agents update after
+    `batch_size` finished episodes)."""
     spec["do_updates"] = check_bool(spec["do_updates"], "update_spec.do_updates", owner)
-    spec["update_mode"] = check_choice(spec["update_mode"], UPDATE_MODES, "update_spec.update_mode", owner,
-                                       hint="updates run every update_interval env steps (no other mode exists).")
+    hint = "updates run every update_interval env steps." if modes == UPDATE_MODES else \
+        '"time_steps": a batch of batch_size env steps; "episodes": of batch_size finished episodes.'
+    spec["update_mode"] = check_choice(spec["update_mode"], modes, "update_spec.update_mode", owner, hint=hint)
     for key, low in (("update_interval", 1), ("steps_before_update", 0), ("batch_size", 1), ("sync_interval", 0),
                      ("update_steps", 1)):
         spec[key] = check_number(spec[key], f"update_spec.{key}", owner, low=low, integer=True)

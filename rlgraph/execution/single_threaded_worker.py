@@ -24,7 +24,9 @@ class SingleThreadedWorker:
     reset right away.
 
     Updates: after `update_spec.steps_before_update` observed env steps, every
-    `update_interval` env steps the worker calls `agent.update()` `update_steps` times.
+    `update_interval` env steps the worker calls `agent.update()` `update_steps` times, once
+    `agent.ready_to_update()` says the agent has the data for an update (a replay memory holding
+    a batch, an on-policy agent's full rollout); until then it asks again at each step.
 
     Args:
         agent: The agent.
@@ -223,6 +225,8 @@ class SingleThreadedWorker:
             self.last_update_timestep = agent.timesteps
             return []
         if agent.timesteps - self.last_update_timestep < spec["update_interval"]:
+            return []
+        if not agent.ready_to_update():
             return []
         self.last_update_timestep = agent.timesteps
         losses = []
