@@ -1,8 +1,10 @@
 """Agents: the python front ends of the algorithms. Import neither TensorFlow nor PyTorch."""
+from rlgraph.agents.actor_critic_agent import ActorCriticAgent
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.apex_agent import ApexAgent
 from rlgraph.agents.dqn_agent import DQNAgent
 from rlgraph.agents.impala_agent import IMPALAAgent, SingleIMPALAAgent
+from rlgraph.agents.ppo_agent import PPOAgent
 
 Agent.__lookup_classes__ = {
     "dqn": DQNAgent, "dqn-agent": DQNAgent, "DQNAgent": DQNAgent,
@@ -10,6 +12,9 @@ Agent.__lookup_classes__ = {
     "impala": IMPALAAgent, "impala-agent": IMPALAAgent, "IMPALAAgent": IMPALAAgent,
     "single-impala": SingleIMPALAAgent, "single-impala-agent": SingleIMPALAAgent,
     "SingleIMPALAAgent": SingleIMPALAAgent,
+    "ppo": PPOAgent, "ppo-agent": PPOAgent, "PPOAgent": PPOAgent,
+    "actor-critic": ActorCriticAgent, "actor_critic": ActorCriticAgent, "actor-critic-agent": ActorCriticAgent,
+    "a2c": ActorCriticAgent, "ActorCriticAgent": ActorCriticAgent,
 }
 
-__all__ = ["Agent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]
+__all__ = ["ActorCriticAgent", "Agent", "PPOAgent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]

@@ -1,0 +1,228 @@
+"""`PolicyGradientCore`: the root component of the on-policy agents (PPO, actor-critic)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rlgraph.backend_system import get_backend
+from rlgraph.components.component import Component
+from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
+from rlgraph.spaces import Dict, FloatBox, Space
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.nest import flatten_op
+
+# The keys of the batch an update learns from (all [B, ...], states preprocessed).
+PG_BATCH_KEYS = ("states", "actions", "log_probs", "values", "advantages", "value_targets")
+
+
+def pg_batch_space(state_space: Space, action_space: Space) -> Dict:
+    """The space of a policy-gradient update batch (`PG_BATCH_KEYS`) for spaces without batch rank."""
+    return Dict(states=state_space.strip_ranks(), actions=action_space.strip_ranks(), log_probs=FloatBox(),
+                values=FloatBox(), advantages=FloatBox(), value_targets=FloatBox(), add_batch_rank=True)
+
+
+class PolicyGradientCore(Component):
+    """Preprocessor, stochastic policy, state-value baseline, loss and optimizer(s).
+
+    The baseline is a `ValueFunction` of its own (the config's `value_function_spec`) or a value
+    head on the policy's network (a `SharedValueFunctionPolicy`). One update reads one batch
+    (`PG_BATCH_KEYS`): states s_t, actions a_t, the behaviour log-probs log mu(a_t|s_t) and values
+    v_old(s_t) of the acting weights, the advantages A_t and the value targets G_t = A_t + v_old(s_t)
+    (GAE, computed by the agent). log pi sums over the action leaves (and the elements of a
+    FloatBox), and so does the entropy H. Per item:
+
+        PPO ("ppo", as `PPOLossFunction`; numpy reference `rlgraph.utils.numpy.ppo_loss`):
+            rho = exp(log pi(a_t|s_t) - log mu(a_t|s_t))
+            L_pi = -min(rho * A_t, clip(rho, 1 - clip_ratio, 1 + clip_ratio) * A_t) - weight_entropy * H
+        actor-critic ("a2c"):
+            L_pi = -log pi(a_t|s_t) * A_t - weight_entropy * H
+        both:
+            L_v = 0.5 * (V(s_t) - G_t)^2   (PPO: the max with the clipped error when value_function_clipping)
+            one optimizer:   step(policy + value variables, mean(L_pi + weight_vf * L_v))
+            two optimizers:  step(policy variables, mean(L_pi)); step(value variables, mean(L_v))
+
+    `clip_ratio` and `weight_entropy` are inputs of `update_from_batch`, so schedules of them are
+    evaluated by the agent per update.
+
+    API (all batched):
+        get_actions(states, time_percentage, use_exploration) -> (preprocessed_states, sampled actions)
+        get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
+        get_greedy_actions(states), get_greedy_actions_from_preprocessed_states(preprocessed_states)
+            -> (preprocessed_states, most likely actions)
+        get_preprocessed_states(states), reset_preprocessor()
+        get_state_values(preprocessed_states) -> V(s) [B]
+        evaluate_transitions(preprocessed_states, actions, next_states) -> (log pi(a|s) [B], V(s) [B], V(s') [B])
+        update_from_batch(batch, time_percentage, clip_ratio, weight_entropy)
+            -> (loss, loss_per_item [B], policy_loss, value_loss, entropy): one optimizer step
+        get_batch_losses(batch, clip_ratio, weight_entropy): the same numbers without a step
+    """
+
+    def __init__(self, policy: Component, value_function: Optional[Component], preprocessing_spec: list,
+                 optimizer: Component, value_function_optimizer: Optional[Component], loss: str = "ppo",
+                 value_function_clipping: Optional[float] = None, weight_vf: float = 0.5,
+                 scope: str = "policy-gradient-core"):
+        super().__init__(scope=scope)
+        self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
+        self.policy = policy
+        self.value_function = value_function  # None: the policy's own value head.
+        self.optimizer = optimizer
+        self.value_function_optimizer = value_function_optimizer
+        self.loss_kind = loss
+        self.weight_vf = float(weight_vf)
+        self.value_function_clipping = value_function_clipping
+        components = [self.preprocessor, self.policy, self.optimizer]
+        components += [c for c in (value_function, value_function_optimizer) if c is not None]
+        self.add_components(*components)
+
+    # --- Acting ---------------------------------------------------------------------------------
+    @rlgraph_api(no_grad=True)
+    def get_actions(self, states, time_percentage, use_exploration=True):
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self.policy.get_stochastic_action(preprocessed)
+
+    @rlgraph_api(no_grad=True)
+    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
+        return self._graph_fn_identity(preprocessed_states), self.policy.get_stochastic_action(preprocessed_states)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions(self, states):
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self.policy.get_deterministic_action(preprocessed)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
+        return self._graph_fn_identity(preprocessed_states), self.policy.get_deterministic_action(preprocessed_states)
+
+    @rlgraph_api(no_grad=True)
+    def get_preprocessed_states(self, states):
+        return self.preprocessor.preprocess(states)
+
+    @rlgraph_api(no_grad=True)
+    def reset_preprocessor(self):
+        return self.preprocessor.reset()
+
+    # --- Values and log-probs -------------------------------------------------------------------
+    def _values(self, preprocessed_states):
+        if self.value_function is None:
+            return self._graph_fn_squeeze(self.policy.get_state_values(preprocessed_states))
+        return self._graph_fn_squeeze(self.value_function.value_output(preprocessed_states))
+
+    @rlgraph_api(no_grad=True)
+    def get_state_values(self, preprocessed_states):
+        return self._values(preprocessed_states)
+
+    @rlgraph_api(no_grad=True)
+    def evaluate_transitions(self, preprocessed_states, actions, next_states):
+        log_probs = self._graph_fn_sum_leaves(self.policy.get_log_prob(preprocessed_states, actions))
+        return log_probs, self._values(preprocessed_states), self._values(next_states)
+
+    # --- Learning -------------------------------------------------------------------------------
+    def _losses(self, batch, clip_ratio, weight_entropy):
+        """(policy loss per item [B], value loss per item [B], entropy [B]) of a batch."""
+        # The batch's fields are picked by key here, in python (as `DQNCore._loss` does).
+        states, actions, log_mu, v_old, advantages, targets = (batch[key] for key in PG_BATCH_KEYS)
+        log_pi = self._graph_fn_sum_leaves(self.policy.get_log_prob(states, actions))
+        entropy = self._graph_fn_sum_leaves(self.policy.get_entropy(states))
+        values = self._values(states)
+        policy_loss = self._graph_fn_policy_loss(log_pi, log_mu, advantages, entropy, clip_ratio, weight_entropy)
+        value_loss = self._graph_fn_value_loss(values, v_old, targets)
+        return policy_loss, value_loss, entropy
+
+    @rlgraph_api
+    def update_from_batch(self, batch, time_percentage, clip_ratio, weight_entropy):
+        policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
+        loss_per_item = self._graph_fn_combine(policy_loss, value_loss)
+        loss, pi_mean, v_mean, entropy_mean = self._graph_fn_means(loss_per_item, policy_loss, value_loss, entropy)
+        if self.value_function_optimizer is None:
+            self.optimizer.step(self._graph_fn_variables(True), loss, loss_per_item, time_percentage)
+        else:
+            self.optimizer.step(self._graph_fn_variables(False), pi_mean, policy_loss, time_percentage)
+            self.value_function_optimizer.step(self._graph_fn_value_variables(), v_mean, value_loss, time_percentage)
+        return loss, loss_per_item, pi_mean, v_mean, entropy_mean
+
+    @rlgraph_api(no_grad=True)
+    def get_batch_losses(self, batch, clip_ratio, weight_entropy):
+        policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
+        loss_per_item = self._graph_fn_combine(policy_loss, value_loss)
+        loss, pi_mean, v_mean, entropy_mean = self._graph_fn_means(loss_per_item, policy_loss, value_loss, entropy)
+        return loss, loss_per_item, pi_mean, v_mean, entropy_mean
+
+    # --- Graph functions ------------------------------------------------------------------------
+    @graph_fn
+    def _graph_fn_identity(self, x):
+        return x
+
+    @graph_fn
+    def _graph_fn_squeeze(self, values):
+        """[B, 1] -> [B]."""
+        return values[:, 0]
+
+    @graph_fn
+    def _graph_fn_sum_leaves(self, nested):
+        """Sums a nested per-leaf quantity (log-probs, entropies) over the leaves and their elements: [B]."""
+        total = None
+        for leaf in flatten_op(nested).values():
+            if get_backend() == "tf":
+                import tensorflow as tf
+                leaf = tf.reduce_sum(tf.reshape(leaf, [tf.shape(leaf)[0], -1]), axis=1)
+            else:
+                leaf = leaf.reshape(leaf.shape[0], -1).sum(dim=1)
+            total = leaf if total is None else total + leaf
+        return total
+
+    @graph_fn
+    def _graph_fn_policy_loss(self, log_pi, log_mu, advantages, entropy, clip_ratio, weight_entropy):
+        if get_backend() == "tf":
+            import tensorflow as tf
+            a_t = tf.stop_gradient(advantages)
+            if self.loss_kind == "a2c":
+                return -log_pi * a_t - weight_entropy * entropy
+            rho = tf.exp(log_pi - tf.stop_gradient(log_mu))
+            surrogate = tf.minimum(rho * a_t, tf.clip_by_value(rho, 1.0 - clip_ratio, 1.0 + clip_ratio) * a_t)
+            return -surrogate - weight_entropy * entropy
+        import torch
+        a_t = advantages.detach()
+        if self.loss_kind == "a2c":
+            return -log_pi * a_t - weight_entropy * entropy
+        rho = torch.exp(log_pi - log_mu.detach())
+        clipped = torch.minimum(torch.maximum(rho, 1.0 - clip_ratio), 1.0 + clip_ratio)
+        return -torch.minimum(rho * a_t, clipped * a_t) - weight_entropy * entropy
+
+    @graph_fn
+    def _graph_fn_value_loss(self, values, v_old, targets):
+        """0.5 * (V(s) - G)^2, or with clipping c the max with 0.5 * (v_old + clip(V - v_old, -c, c) - G)^2."""
+        c = self.value_function_clipping
+        if get_backend() == "tf":
+            import tensorflow as tf
+            targets, v_old, clip, square, maximum = tf.stop_gradient(targets), tf.stop_gradient(v_old), \
+                tf.clip_by_value, tf.square, tf.maximum
+        else:
+            import torch
+            targets, v_old, clip, square, maximum = targets.detach(), v_old.detach(), torch.clamp, torch.square, \
+                torch.maximum
+        squared = square(values - targets)
+        if c is not None:
+            squared = maximum(squared, square(v_old + clip(values - v_old, -c, c) - targets))
+        return 0.5 * squared
+
+    @graph_fn
+    def _graph_fn_combine(self, policy_loss, value_loss):
+        return policy_loss + self.weight_vf * value_loss
+
+    @graph_fn(returns=4)
+    def _graph_fn_means(self, loss_per_item, policy_loss, value_loss, entropy):
+        per_items = (loss_per_item, policy_loss, value_loss, entropy)
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tuple(tf.reduce_mean(x) for x in per_items)
+        return tuple(x.mean() for x in per_items)
+
+    @graph_fn
+    def _graph_fn_variables(self, with_value_function: bool):
+        variables = dict(self.policy.get_variables(custom_scope_separator="-", trainable_only=True))
+        if with_value_function and self.value_function is not None:
+            variables.update(self.value_function.get_variables(custom_scope_separator="-", trainable_only=True))
+        return variables
+
+    @graph_fn
+    def _graph_fn_value_variables(self):
+        return self.value_function.get_variables(custom_scope_separator="-", trainable_only=True)

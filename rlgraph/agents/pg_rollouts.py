@@ -1,0 +1,81 @@
+"""The on-policy rollout of `PolicyGradientAgent`: time-ordered fragments of transitions, and GAE over them."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from rlgraph.utils.rlgraph_errors import RLGraphError
+
+
+class RolloutStorage:
+    """The transitions observed since the last update, as records (`rlgraph/agents/records.py`).
+
+    Each record is one time-ordered fragment of one environment, as the observe buffers hand them
+    over: it ends at an episode end or where a buffer was flushed (full, or at an update). GAE
+    runs per fragment, bootstrapping from the fragment's last next state.
+
+    Args:
+        capacity: The most transitions a rollout may hold (None: no bound).
+        where: The agent method named in errors.
+    """
+
+    def __init__(self, capacity: Optional[int], where: str):
+        self.capacity = capacity
+        self.where = where
+        self.fragments: List[dict] = []
+        self.rows = 0
+        self.episodes = 0  # Episodes that ended in the rollout (counted by the agent's observe).
+
+    def add(self, record: dict) -> None:
+        count = len(record["rewards"])
+        if self.capacity is not None and self.rows + count > self.capacity:
+            raise RLGraphError("the rollout is full", where=self.where, expected=f"at most {self.capacity} transitions "
+                               "between updates (memory_spec.capacity)", received=f"{self.rows + count}",
+                               hint="raise memory_spec.capacity above update_spec.batch_size plus one step of "
+                                    "every environment, or update more often.")
+        self.fragments.append(record)
+        self.rows += count
+
+    def take(self) -> List[dict]:
+        """The fragments, in the order they came; the storage is empty afterwards."""
+        fragments, self.fragments, self.rows, self.episodes = self.fragments, [], 0, 0
+        return fragments
+
+
+def gae_advantages(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, terminals: np.ndarray,
+                   fragment_ends: np.ndarray, discount: float, gae_lambda: float) -> np.ndarray:
+    """GAE (Schulman et al. 2015, https://arxiv.org/abs/1506.02438) over concatenated fragments.
+
+    With v(s_{t+1}) of each transition's own next state (so that truncated episodes and fragment
+    ends bootstrap correctly):
+
+        delta_t = r_t + gamma * (1 - d_t) * v(s_{t+1}) - v(s_t)
+        A_t = delta_t + gamma * lambda * (1 - d_t) * (1 - e_t) * A_{t+1}
+
+    with e_t true at the last step of a fragment. Per fragment this equals the numpy reference
+    `rlgraph.utils.numpy.gae(r, v, bootstrap_value=v(s_T), d, gamma, lambda)`.
+
+    Args:
+        rewards, values, next_values: [N] float arrays.
+        terminals, fragment_ends: [N] bools.
+        discount, gae_lambda: gamma and lambda.
+
+    Returns:
+        [N] float32 advantages.
+
+    >>> r, v = np.array([1.0, 1.0, 1.0]), np.zeros(3)
+    >>> gae_advantages(r, v, np.full(3, 2.0), np.array([False, True, False]), np.array([False, True, True]),
+    ...                0.5, 1.0).tolist()   # [1 + 0.5 * 1, 1, 1 + 0.5 * 2]
+    [1.5, 1.0, 2.0]
+    """
+    r_t = np.asarray(rewards, np.float64)
+    not_done = 1.0 - np.asarray(terminals, np.float64)
+    delta = r_t + discount * not_done * np.asarray(next_values, np.float64) - np.asarray(values, np.float64)
+    carry = discount * gae_lambda * not_done * (1.0 - np.asarray(fragment_ends, np.float64))
+    advantages = np.empty_like(delta)
+    a = 0.0
+    for t in range(len(delta) - 1, -1, -1):
+        a = delta[t] + carry[t] * a
+        advantages[t] = a
+    return advantages.astype(np.float32)
