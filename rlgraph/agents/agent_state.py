@@ -172,12 +172,14 @@ def _read_buffers(entries: Any, arrays: Dict[str, np.ndarray], agent: Any,
                                          expected=f"at most {capacity}", received=length)
         if env_id in buffers:
             raise RLGraphCheckpointError(f"env id {env_id!r} appears twice in the agent state", where=where)
-        buffers[env_id] = _read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
+        buffers[env_id] = read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
     return buffers
 
 
-def _read_transitions(arrays: Dict[str, np.ndarray], prefix: str, length: int, leaves: Dict[str, dict],
-                      space: Any, where: str) -> List[Transition]:
+def read_transitions(arrays: Dict[str, np.ndarray], prefix: str, length: int, leaves: Dict[str, dict],
+                     space: Any, where: str) -> List[Transition]:
+    """The `length` transitions stored under `prefix` ("<prefix>/rewards", "<prefix>/states/a", ...),
+    each array checked for its shape, dtype kind and range first."""
     def take(name: str, shape: Tuple[int, ...], kinds: str) -> np.ndarray:
         value = arrays.get(f"{prefix}/{name}")
         if value is None or value.shape != shape or value.dtype.kind not in kinds:

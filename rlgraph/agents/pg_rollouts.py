@@ -1,11 +1,18 @@
 """The on-policy rollout of `PolicyGradientAgent`: time-ordered fragments of transitions, and GAE over them."""
 from __future__ import annotations
 
-from typing import List, Optional
+import os
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.agents.agent_state import read_transitions
+from rlgraph.agents.observe_buffers import stack_transitions
+from rlgraph.agents.records import record_space
+from rlgraph.components.memories.memory import read_npz, write_npz
+from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.utils.nest import flatten_op
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
 class RolloutStorage:
@@ -79,3 +86,55 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, next_values: np.ndar
         a = delta[t] + carry[t] * a
         advantages[t] = a
     return advantages.astype(np.float32)
+
+
+# --- Checkpoints --------------------------------------------------------------------------------------
+ROLLOUT_FILE = "rollout.json"
+ROLLOUT_ARRAYS = "rollout.npz"
+
+
+def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomState) -> None:
+    """Writes the unfinished rollout and the minibatch generator's state into a checkpoint
+    directory (JSON + npz, nothing pickled)."""
+    _, keys, pos, has_gauss, cached = rng.get_state()
+    arrays = {"rng/keys": np.asarray(keys, np.uint32)}
+    for i, fragment in enumerate(storage.fragments):
+        for field, value in fragment.items():
+            for key, leaf in flatten_op(value).items():
+                arrays[f"rollout/{i}/{field}{key}"] = np.asarray(leaf)
+    write_json(os.path.join(directory, ROLLOUT_FILE),
+               {"lengths": [len(f["rewards"]) for f in storage.fragments], "episodes": storage.episodes,
+                "rng": [int(pos), int(has_gauss), float(cached)]})
+    write_npz(os.path.join(directory, ROLLOUT_ARRAYS), arrays)
+
+
+def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple]:
+    """(fragments, episodes, generator state) of a checkpoint's rollout, checked against `agent`'s spaces.
+
+    Raises:
+        RLGraphCheckpointError: For missing or damaged files, or values that do not fit the spaces.
+    """
+    info = read_json(os.path.join(directory, ROLLOUT_FILE), where)
+    lengths = info.get("lengths") if isinstance(info, dict) else None
+    episodes = info.get("episodes") if isinstance(info, dict) else None
+    valid = isinstance(lengths, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                              for n in lengths) and isinstance(episodes, int) and episodes >= 0
+    if not valid:
+        raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
+                                     expected="{lengths: [ints > 0], episodes: int >= 0}", received=repr(info)[:200])
+    capacity = agent.rollouts.capacity
+    if capacity is not None and sum(lengths) > capacity:
+        raise RLGraphCheckpointError("the checkpoint's rollout exceeds memory_spec.capacity", where=where,
+                                     expected=f"at most {capacity} transitions", received=sum(lengths))
+    arrays = read_npz(os.path.join(directory, ROLLOUT_ARRAYS), where)
+    rng, keys = info.get("rng"), arrays.get("rng/keys")
+    if not (isinstance(rng, list) and len(rng) == 3 and isinstance(rng[0], int) and 0 <= rng[0] <= 624 and
+            rng[1] in (0, 1) and isinstance(rng[2], (int, float)) and keys is not None and keys.shape == (624,)
+            and keys.dtype == np.uint32):
+        raise RLGraphCheckpointError("the rollout's random generator state is damaged", where=where,
+                                     expected="an MT19937 state", received=repr(rng)[:100])
+    space = record_space(agent.preprocessed_state_space, agent.action_space)
+    leaves = {field: dict(space[field].flatten()) for field in ("states", "actions", "next_states")}
+    fragments = [stack_transitions(read_transitions(arrays, f"rollout/{i}", n, leaves, space, where))
+                 for i, n in enumerate(lengths)]
+    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2]))

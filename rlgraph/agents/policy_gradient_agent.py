@@ -10,7 +10,7 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.pg_core import PG_BATCH_KEYS, PolicyGradientCore, pg_batch_space
-from rlgraph.agents.pg_rollouts import RolloutStorage, gae_advantages
+from rlgraph.agents.pg_rollouts import RolloutStorage, gae_advantages, read_rollout, save_rollout
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.common.time_dependent_parameters import TimeDependentParameter
 from rlgraph.components.component import Component
@@ -237,6 +237,21 @@ class PolicyGradientAgent(Agent):
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
             self._executor().execute("reset_preprocessor")
+
+    # --- Checkpoints: the rollout since the last update and the minibatch generator go along ----
+    def _save_files(self, directory: str) -> None:
+        save_rollout(directory, self.rollouts, self.rng)
+
+    def _check_files(self, directory: str) -> Any:
+        return read_rollout(directory, self, f"{type(self).__name__}.load_model")
+
+    def _load_files(self, checked: Any) -> None:
+        fragments, episodes, rng_state = checked
+        self.rng.set_state(rng_state)
+        self.rollouts.take()
+        for fragment in fragments:
+            self.rollouts.add(fragment)
+        self.rollouts.episodes = episodes
 
 
 def _rollout_capacity(memory_spec: Optional[dict], owner: str) -> Optional[int]:
