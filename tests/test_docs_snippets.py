@@ -59,12 +59,14 @@ def test_policies_doc_snippet_runs(backend):
 
 
 def test_agents_doc_snippets_run(backend):
-    namespace = _run_doc("agents.md", backend, 5)
+    namespace = _run_doc("agents.md", backend, 6)
     assert namespace["stats"]["timesteps_executed"] == 200
     assert namespace["loss_per_item"].shape == (2,) and namespace["td_errors"].shape == (2,)
     # The IMPALA snippet: three updates of a reproducible single-impala agent.
     assert namespace["version"] == 3 and namespace["row_losses"].shape == (4,)
     assert namespace["actor_stats"]["max_policy_lag"] == 1
+    # The PPO snippet: three rollouts of 64 steps.
+    assert namespace["ppo"].num_updates == 3 and namespace["values"].shape == (2,)
 
 
 def test_distributed_doc_snippet_runs(backend):
