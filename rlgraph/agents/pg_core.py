@@ -34,7 +34,7 @@ class PolicyGradientCore(Component):
             rho = exp(log pi(a_t|s_t) - log mu(a_t|s_t))
             L_pi = -min(rho * A_t, clip(rho, 1 - clip_ratio, 1 + clip_ratio) * A_t) - weight_entropy * H
         actor-critic ("a2c"):
-            L_pi = -log pi(a_t|s_t) * A_t - weight_entropy * H
+            L_pi = -weight_pg * log pi(a_t|s_t) * A_t - weight_entropy * H
         both:
             L_v = 0.5 * (V(s_t) - G_t)^2   (PPO: the max with the clipped error when value_function_clipping)
             one optimizer:   step(policy + value variables, mean(L_pi + weight_vf * L_v))
@@ -58,7 +58,7 @@ class PolicyGradientCore(Component):
 
     def __init__(self, policy: Component, value_function: Optional[Component], preprocessing_spec: list,
                  optimizer: Component, value_function_optimizer: Optional[Component], loss: str = "ppo",
-                 value_function_clipping: Optional[float] = None, weight_vf: float = 0.5,
+                 value_function_clipping: Optional[float] = None, weight_vf: float = 0.5, weight_pg: float = 1.0,
                  scope: str = "policy-gradient-core"):
         super().__init__(scope=scope)
         self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
@@ -68,6 +68,7 @@ class PolicyGradientCore(Component):
         self.value_function_optimizer = value_function_optimizer
         self.loss_kind = loss
         self.weight_vf = float(weight_vf)
+        self.weight_pg = float(weight_pg)  # "a2c" only.
         self.value_function_clipping = value_function_clipping
         components = [self.preprocessor, self.policy, self.optimizer]
         components += [c for c in (value_function, value_function_optimizer) if c is not None]
@@ -175,14 +176,14 @@ class PolicyGradientCore(Component):
             import tensorflow as tf
             a_t = tf.stop_gradient(advantages)
             if self.loss_kind == "a2c":
-                return -log_pi * a_t - weight_entropy * entropy
+                return -self.weight_pg * log_pi * a_t - weight_entropy * entropy
             rho = tf.exp(log_pi - tf.stop_gradient(log_mu))
             surrogate = tf.minimum(rho * a_t, tf.clip_by_value(rho, 1.0 - clip_ratio, 1.0 + clip_ratio) * a_t)
             return -surrogate - weight_entropy * entropy
         import torch
         a_t = advantages.detach()
         if self.loss_kind == "a2c":
-            return -log_pi * a_t - weight_entropy * entropy
+            return -self.weight_pg * log_pi * a_t - weight_entropy * entropy
         rho = torch.exp(log_pi - log_mu.detach())
         clipped = torch.minimum(torch.maximum(rho, 1.0 - clip_ratio), 1.0 + clip_ratio)
         return -torch.minimum(rho * a_t, clipped * a_t) - weight_entropy * entropy
@@ -218,9 +219,13 @@ class PolicyGradientCore(Component):
 
     @graph_fn
     def _graph_fn_variables(self, with_value_function: bool):
-        variables = dict(self.policy.get_variables(custom_scope_separator="-", trainable_only=True))
+        # Keyed by global names: relative ones collide (the policy's and the value function's
+        # networks both hold "neural-network-dense-kernel"), and the merge would drop the policy's.
+        variables = dict(self.policy.get_variables(custom_scope_separator="-", trainable_only=True,
+                                                   global_scope=True))
         if with_value_function and self.value_function is not None:
-            variables.update(self.value_function.get_variables(custom_scope_separator="-", trainable_only=True))
+            variables.update(self.value_function.get_variables(custom_scope_separator="-", trainable_only=True,
+                                                               global_scope=True))
         return variables
 
     @graph_fn

@@ -148,6 +148,10 @@ class PolicyGradientAgent(Agent):
             ended += 1
         self.rollouts.episodes += ended
 
+    def memory_size(self) -> int:
+        """The number of transitions in the rollout (those still in the observe buffers not counted)."""
+        return self.rollouts.rows
+
     def ready_to_update(self) -> bool:
         """Whether the rollout holds `update_spec.batch_size` env steps (update mode "time_steps") or
         finished episodes ("episodes", `sample_episodes`)."""
