@@ -342,3 +342,22 @@ def test_dict_states_and_dict_actions(backend):
 
 
 # --- Specs and errors -----------------------------------------------------------------------------------------
+
+
+def test_dueling_adapter_given_as_action_adapter_spec(backend):
+    """The original RLgraph's configs put the dueling streams into action_adapter_spec (a regression:
+    the stream sizes there collided with the policy's defaults, a TypeError)."""
+    from rlgraph.agents import Agent
+    from rlgraph.spaces import FloatBox, IntBox
+    from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+    spec = {"type": "dqn", "network_spec": [{"type": "dense", "units": 8}],
+            "action_adapter_spec": {"type": "dueling-action-adapter", "units_state_value_stream": 4,
+                                    "units_advantage_stream": 5}}
+    agent = Agent.from_spec(spec, state_space=FloatBox(shape=(3,)), action_space=IntBox(2), backend=backend)
+    weights = agent.graph_executor.get_weights()
+    assert weights["agent/policy/dueling-action-adapter-0/dense-layer-state-value-stream/kernel"].shape == (8, 4)
+    assert weights["agent/policy/dueling-action-adapter-0/dense-layer-advantage-stream/kernel"].shape == (8, 5)
+    assert agent.get_action(np.zeros(3, np.float32)) in (0, 1)
+    with pytest.raises(RLGraphSpecError, match=r"action_adapter_spec\.type"):
+        Agent.from_spec(dict(spec, action_adapter_spec={"type": "action-adapter"}), state_space=FloatBox(shape=(3,)),
+                        action_space=IntBox(2), backend=backend)

@@ -9,6 +9,7 @@ from rlgraph.components.component import Component
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import Space
 from rlgraph.utils.decorators import rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 
 class DuelingPolicy(Policy):
@@ -62,8 +63,16 @@ class DuelingPolicy(Policy):
         super().__init__(network_spec, action_space=action_space, scope=scope, **kwargs)
 
     def _make_action_adapter(self, leaf: Space, index: int, parameterization: str) -> Component:
-        return DuelingActionAdapter(leaf, scope=f"dueling-action-adapter-{index}", **self.dueling_spec,
-                                    **self.action_adapter_spec)
+        # The adapter spec's own stream settings (the original RLgraph's configs put them there)
+        # win over the policy's defaults; a "type" there may only name the dueling adapter.
+        spec = dict(self.action_adapter_spec)
+        type_ = spec.pop("type", None)
+        if type_ is not None and Component.resolve_type(type_) is not DuelingActionAdapter:
+            raise RLGraphSpecError("a dueling policy builds dueling action adapters",
+                                   where=f"{type(self).__name__}(action_adapter_spec.type)",
+                                   expected='"dueling-action-adapter" (or no type)', received=repr(type_),
+                                   hint="use a plain policy (dueling_q false) for other adapters.")
+        return DuelingActionAdapter(leaf, scope=f"dueling-action-adapter-{index}", **{**self.dueling_spec, **spec})
 
     @rlgraph_api
     def get_state_values_advantages_q_values(self, nn_inputs, internal_states=None):
