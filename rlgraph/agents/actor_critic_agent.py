@@ -38,7 +38,5 @@ class ActorCriticAgent(PolicyGradientAgent):
         super().__init__(weight_entropy=weight_entropy, gae_lambda=gae_lambda, name=name, **kwargs)
 
     def _learn(self, batch: dict, time_percentage: np.float32) -> PGUpdate:
-        if self.weight_pg != 1.0:
-            batch = dict(batch, advantages=(batch["advantages"] * self.weight_pg).astype(np.float32))
         loss, loss_per_item, policy_loss, value_loss, entropy = self._step(batch, time_percentage, 0.0)
         return PGUpdate(loss, loss_per_item, policy_loss, value_loss, entropy)

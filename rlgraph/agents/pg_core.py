@@ -1,7 +1,7 @@
 """`PolicyGradientCore`: the root component of the on-policy agents (PPO, actor-critic)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component

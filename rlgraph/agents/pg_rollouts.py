@@ -72,7 +72,8 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, next_values: np.ndar
         [N] float32 advantages.
 
     >>> r, v = np.array([1.0, 1.0, 1.0]), np.zeros(3)
-    >>> gae_advantages(r, v, np.full(3, 2.0), np.array([False, True, False]), np.array([False, True, True]),
+    >>> v_next = np.array([0.0, 5.0, 2.0])  # v(s_1) = v_1; after the terminal: not read; the bootstrap v(s_3).
+    >>> gae_advantages(r, v, v_next, np.array([False, True, False]), np.array([False, True, True]),
     ...                0.5, 1.0).tolist()   # [1 + 0.5 * 1, 1, 1 + 0.5 * 2]
     [1.5, 1.0, 2.0]
     """
@@ -93,7 +94,7 @@ ROLLOUT_FILE = "rollout.json"
 ROLLOUT_ARRAYS = "rollout.npz"
 
 
-def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomState) -> None:
+def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomState, gradient_steps: int) -> None:
     """Writes the unfinished rollout and the minibatch generator's state into a checkpoint
     directory (JSON + npz, nothing pickled)."""
     _, keys, pos, has_gauss, cached = rng.get_state()
@@ -104,12 +105,13 @@ def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomS
                 arrays[f"rollout/{i}/{field}{key}"] = np.asarray(leaf)
     write_json(os.path.join(directory, ROLLOUT_FILE),
                {"lengths": [len(f["rewards"]) for f in storage.fragments], "episodes": storage.episodes,
-                "rng": [int(pos), int(has_gauss), float(cached)]})
+                "rng": [int(pos), int(has_gauss), float(cached)], "gradient_steps": int(gradient_steps)})
     write_npz(os.path.join(directory, ROLLOUT_ARRAYS), arrays)
 
 
-def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple]:
-    """(fragments, episodes, generator state) of a checkpoint's rollout, checked against `agent`'s spaces.
+def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple, int]:
+    """(fragments, episodes, generator state, gradient steps) of a checkpoint's rollout, checked
+    against `agent`'s spaces.
 
     Raises:
         RLGraphCheckpointError: For missing or damaged files, or values that do not fit the spaces.
@@ -117,11 +119,14 @@ def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], in
     info = read_json(os.path.join(directory, ROLLOUT_FILE), where)
     lengths = info.get("lengths") if isinstance(info, dict) else None
     episodes = info.get("episodes") if isinstance(info, dict) else None
+    steps = info.get("gradient_steps") if isinstance(info, dict) else None
     valid = isinstance(lengths, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
-                                              for n in lengths) and isinstance(episodes, int) and episodes >= 0
+                                              for n in lengths) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (episodes, steps))
     if not valid:
         raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
-                                     expected="{lengths: [ints > 0], episodes: int >= 0}", received=repr(info)[:200])
+                                     expected="{lengths: [ints > 0], episodes: int >= 0, gradient_steps: int >= 0, "
+                                              "rng}", received=repr(info)[:200])
     capacity = agent.rollouts.capacity
     if capacity is not None and sum(lengths) > capacity:
         raise RLGraphCheckpointError("the checkpoint's rollout exceeds memory_spec.capacity", where=where,
@@ -137,4 +142,4 @@ def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], in
     leaves = {field: dict(space[field].flatten()) for field in ("states", "actions", "next_states")}
     fragments = [stack_transitions(read_transitions(arrays, f"rollout/{i}", n, leaves, space, where))
                  for i, n in enumerate(lengths)]
-    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2]))
+    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2])), steps

@@ -16,7 +16,6 @@ from rlgraph.components.common.time_dependent_parameters import TimeDependentPar
 from rlgraph.components.component import Component
 from rlgraph.components.neural_networks.value_function import ValueFunction
 from rlgraph.components.policies.policy import Policy
-from rlgraph.spaces import FloatBox
 from rlgraph.utils.nest import flatten_op, unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
@@ -65,6 +64,9 @@ class PolicyGradientAgent(Agent):
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
     update_modes = ("time_steps", "episodes")
     loss_kind = "ppo"
+    # The weight of the policy-gradient term in the loss itself (A2C's `weight_pg`), so that
+    # standardized advantages and `get_batch_losses` keep it.
+    weight_pg = 1.0
 
     def __init__(self, discount: float = 0.99, gae_lambda: float = 0.95, clip_rewards: float = 0.0,
                  standardize_advantages: bool = False, sample_episodes: bool = False, weight_entropy: Any = 0.0,
@@ -90,6 +92,11 @@ class PolicyGradientAgent(Agent):
         super().__init__(discount=discount, **kwargs)
         if self.sample_episodes:
             self.update_spec["update_mode"] = "episodes"
+        if self.rollout_capacity is not None and self.update_spec["update_mode"] == "time_steps" and \
+                self.rollout_capacity < self.update_spec["batch_size"]:
+            raise RLGraphSpecError("the rollout cannot hold a batch", where=f"{owner}(memory_spec.capacity)",
+                                   expected=f">= update_spec.batch_size ({self.update_spec['batch_size']}) plus one "
+                                            "step of every environment", received=self.rollout_capacity)
         self.rollouts = RolloutStorage(self.rollout_capacity, f"{self.name}.observe")
         seed = self.execution_spec["seed"]
         self.rng = np.random.RandomState(seed)  # Minibatch order.
@@ -121,7 +128,8 @@ class PolicyGradientAgent(Agent):
                                                     scope="value-function-optimizer"))
         self.root_component = PolicyGradientCore(
             policy, value_function, self.preprocessing_spec, optimizer, vf_optimizer, loss=self.loss_kind,
-            value_function_clipping=self._value_function_clipping(), weight_vf=self.weight_vf, scope=self.name)
+            value_function_clipping=self._value_function_clipping(), weight_vf=self.weight_vf,
+            weight_pg=self.weight_pg, scope=self.name)
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
             self.state_space.with_batch_rank()).strip_ranks()
         self.input_spaces = dict(
@@ -224,8 +232,10 @@ class PolicyGradientAgent(Agent):
         self.num_gradient_steps += 1
         return out
 
-    def get_batch_losses(self, batch: dict, clip_ratio: float = 0.2, time_percentage: float = 0.0) -> PGUpdate:
-        """The losses of an update batch (`PG_BATCH_KEYS`, e.g. from `make_batch`) without a step."""
+    def get_batch_losses(self, batch: dict, clip_ratio: float = 0.2, time_percentage: Optional[float] = None) -> PGUpdate:
+        """The losses of an update batch (`PG_BATCH_KEYS`, e.g. from `make_batch`) without a step,
+        with the schedules at `time_percentage` (None: now, `time_percentage()`)."""
+        time_percentage = self.time_percentage() if time_percentage is None else time_percentage
         weight_entropy = np.float32(self.weight_entropy.value_at(time_percentage))
         out = self._executor().execute(("get_batch_losses", [batch, np.float32(clip_ratio), weight_entropy]))
         return PGUpdate(*out)
@@ -244,13 +254,13 @@ class PolicyGradientAgent(Agent):
 
     # --- Checkpoints: the rollout since the last update and the minibatch generator go along ----
     def _save_files(self, directory: str) -> None:
-        save_rollout(directory, self.rollouts, self.rng)
+        save_rollout(directory, self.rollouts, self.rng, self.num_gradient_steps)
 
     def _check_files(self, directory: str) -> Any:
         return read_rollout(directory, self, f"{type(self).__name__}.load_model")
 
     def _load_files(self, checked: Any) -> None:
-        fragments, episodes, rng_state = checked
+        fragments, episodes, rng_state, self.num_gradient_steps = checked
         self.rng.set_state(rng_state)
         self.rollouts.take()
         for fragment in fragments:

@@ -56,6 +56,15 @@ class PPOAgent(PolicyGradientAgent):
     def _value_function_clipping(self) -> Optional[float]:
         return self.value_function_clipping
 
+    def get_batch_losses(self, batch: dict, clip_ratio: Optional[float] = None,
+                         time_percentage: Optional[float] = None) -> PGUpdate:
+        """As `PolicyGradientAgent.get_batch_losses`; clip_ratio None: the agent's `clip_ratio` at
+        `time_percentage` (as an update at that time uses)."""
+        time_percentage = self.time_percentage() if time_percentage is None else time_percentage
+        if clip_ratio is None:
+            clip_ratio = self.clip_ratio.value_at(time_percentage)
+        return super().get_batch_losses(batch, clip_ratio, time_percentage)
+
     def _learn(self, batch: dict, time_percentage: np.float32) -> PGUpdate:
         count = len(batch["advantages"])
         size = min(self.update_spec["sample_size"], count)
