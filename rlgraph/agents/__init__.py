@@ -2,12 +2,14 @@
 from rlgraph.agents.actor_critic_agent import ActorCriticAgent
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.apex_agent import ApexAgent
+from rlgraph.agents.ddpg_agent import DDPGAgent
 from rlgraph.agents.dqn_agent import DQNAgent
 from rlgraph.agents.impala_agent import IMPALAAgent, SingleIMPALAAgent
 from rlgraph.agents.ppo_agent import PPOAgent
 
 Agent.__lookup_classes__ = {
     "dqn": DQNAgent, "dqn-agent": DQNAgent, "DQNAgent": DQNAgent,
+    "ddpg": DDPGAgent, "ddpg-agent": DDPGAgent, "DDPGAgent": DDPGAgent,
     "apex": ApexAgent, "apex-agent": ApexAgent, "ApexAgent": ApexAgent,
     "impala": IMPALAAgent, "impala-agent": IMPALAAgent, "IMPALAAgent": IMPALAAgent,
     "single-impala": SingleIMPALAAgent, "single-impala-agent": SingleIMPALAAgent,
@@ -17,4 +19,4 @@ Agent.__lookup_classes__ = {
     "a2c": ActorCriticAgent, "ActorCriticAgent": ActorCriticAgent,
 }
 
-__all__ = ["ActorCriticAgent", "Agent", "PPOAgent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]
+__all__ = ["ActorCriticAgent", "Agent", "DDPGAgent", "PPOAgent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]

@@ -1,0 +1,350 @@
+"""`DDPGAgent`: deep deterministic policy gradients for bounded continuous actions."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from rlgraph.agents import ddpg_specs
+from rlgraph.agents.agent import Agent
+from rlgraph.agents.ddpg_core import UPDATE_APIS, DDPGCore
+from rlgraph.agents.ddpg_networks import DeterministicActor, QCritic
+from rlgraph.agents.records import record_space, to_record
+from rlgraph.agents.specs import check_bool, check_number
+from rlgraph.components.component import Component
+from rlgraph.components.explorations.exploration import Exploration
+from rlgraph.components.memories.memory_size import check_memory_size
+from rlgraph.components.memories.replay_memory import ReplayMemory
+from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.spaces.containers import ContainerSpace
+from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.utils.nest import map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpecError
+
+# The checkpoint file of the agent's own counter (see `memory_interval`).
+STATE_FILE = "ddpg_state.json"
+
+
+class DDPGLosses(NamedTuple):
+    """What `DDPGAgent.update` returns; workers log element 0, the critic loss."""
+    critic_loss: float
+    actor_loss: float
+
+
+class DDPGAgent(Agent):
+    """DDPG (Lillicrap et al. 2015, https://arxiv.org/abs/1509.02971) for one bounded FloatBox action.
+
+    A deterministic actor mu(s) (tanh-scaled onto the action bounds) and a critic Q(s, a), each
+    with a target copy that follows it softly (tau) after each of its updates. Acting adds noise
+    (Ornstein-Uhlenbeck by default, reset by `reset()` at every episode start; or Gaussian) and
+    clips to the bounds. An update is one executor call: sample the in-graph replay memory, step
+    the critic, step the actor, sync the targets (`DDPGCore`'s docstring writes it out). The
+    arguments with the names of vinci's `DDPGAgent` mean what they mean there, except where said
+    (the defaults differ: they follow the DDPG paper and TD3/Stable-Baselines3 here).
+
+    The action space is one FloatBox of any shape with finite bounds (per element). A Dict or
+    Tuple of FloatBoxes is not supported (one noise process draws for one FloatBox): concatenate
+    such actions. States are one Box (the critic flattens them); Dict states are not supported.
+    The noise has the shape of one action: a batch of states (vectorized envs) gets the same
+    draw in every row.
+
+    Args:
+        critic_network_spec: The critic's hidden layers (default: `network_spec`, the actor's).
+        memory_spec: A "replay-memory" spec (default capacity 100000).
+        noise_spec: The exploration noise, e.g. {"type": "gaussian", "stddev": 0.1} (default
+            {"type": "ornstein-uhlenbeck", "theta": 0.15, "sigma": 0.2}); or give it as
+            `exploration_spec` {"noise_spec": ...} or vinci's `random_process` (one of the three).
+        random_process: vinci's name of `noise_spec`.
+        critic_optimizer_spec: The critic's optimizer (default Adam, learning rate 1e-3);
+            `value_function_optimizer_spec` is an alias. `optimizer_spec` is the actor's (default
+            Adam, 1e-4).
+        value_function_optimizer_spec: Alias of `critic_optimizer_spec`.
+        actor_learning_rate, critic_learning_rate: vinci's learning rates (of the optimizer specs,
+            or of Adam without one).
+        critic_regularization: c >= 0: the critic loss adds c * sum of the squares of all
+            trainable critic variables (kernels and biases). vinci's default is 0.01; here 0.
+        critic_gradient_clip: delta > 0 (vinci's default: 100) of a Huber loss on the TD error
+            td = y - Q(s, a): the per-item loss is 0.5 td^2 for |td| <= delta, else
+            delta (|td| - delta / 2), so each item's gradient in Q is td clipped to
+            [-delta, delta] (what vinci describes). The gradient norm is not clipped (for that,
+            give the optimizer spec "clip_grad_norm").
+            None (default): 0.5 td^2.
+        target_actor_update, target_critic_update: tau in (0, 1] of the soft target updates
+            (default: update_spec.sync_tau if given, else 0.005).
+        warmup_actor_steps, warmup_critic_steps: The actor (critic) is not updated before the
+            agent has observed this many env steps (`timesteps`); default 0 (vinci: 200).
+        invert_gradients: Invert the action gradient near the bounds (Hausknecht & Stone 2016,
+            https://arxiv.org/abs/1511.04143; see `DDPGCore`).
+        gradient_inverter_min, gradient_inverter_max: The bounds p_min, p_max of the inverting
+            (default: the action space's bounds).
+        squash_actions: tanh-scale the actor's output onto the bounds (True); False: the actor
+            is linear and its actions are clipped for acting (the paper of `invert_gradients`
+            uses that).
+        random_steps: Act uniformly at random in the bounds for this many first env steps
+            (with exploration; like Stable-Baselines3's learning_starts). Default 0.
+        batch_size: vinci's name of update_spec.batch_size.
+        train_interval: vinci's name of update_spec.update_interval.
+        memory_interval: Write only every n-th transition into the memory (observed or imported;
+            the count survives checkpoints).
+        **kwargs: `Agent` arguments. update_spec has no sync_interval here (an error).
+
+    Raises:
+        RLGraphSpecError: For an action space that is not one bounded FloatBox (DDPG needs
+            continuous actions), and for invalid arguments (each error names its argument).
+    """
+
+    greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+
+    def __init__(self, critic_network_spec: Any = None, memory_spec: Optional[dict] = None, noise_spec: Any = None,
+                 random_process: Any = None, critic_optimizer_spec: Optional[dict] = None,
+                 value_function_optimizer_spec: Optional[dict] = None, actor_learning_rate: Optional[float] = None,
+                 critic_learning_rate: Optional[float] = None, critic_regularization: float = 0.0,
+                 critic_gradient_clip: Optional[float] = None, target_actor_update: Optional[float] = None,
+                 target_critic_update: Optional[float] = None, warmup_actor_steps: int = 0,
+                 warmup_critic_steps: int = 0, invert_gradients: bool = False,
+                 gradient_inverter_min: Optional[float] = None, gradient_inverter_max: Optional[float] = None,
+                 squash_actions: bool = True, random_steps: int = 0, batch_size: Optional[int] = None,
+                 train_interval: Optional[int] = None, memory_interval: int = 1, **kwargs):
+        owner = type(self).__name__
+        self.critic_network_spec = critic_network_spec
+        if memory_spec is not None and not isinstance(memory_spec, dict):
+            raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
+                                   expected='e.g. {"type": "replay-memory", "capacity": 100000}',
+                                   received=repr(memory_spec)[:80])
+        self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 100000})
+        exploration = ddpg_specs.exploration_spec(kwargs.pop("exploration_spec", None), noise_spec, random_process,
+                                                  owner)
+        self.actor_optimizer_spec = ddpg_specs.optimizer_spec(
+            kwargs.pop("optimizer_spec", None), actor_learning_rate, ddpg_specs.DEFAULT_ACTOR_LEARNING_RATE,
+            "actor-optimizer", ("optimizer_spec", "actor_learning_rate"), owner)
+        critic_spec = ddpg_specs.one_of({"critic_optimizer_spec": critic_optimizer_spec,
+                                         "value_function_optimizer_spec": value_function_optimizer_spec}, owner)
+        self.critic_optimizer_spec = ddpg_specs.optimizer_spec(
+            critic_spec[1] if critic_spec else None, critic_learning_rate, ddpg_specs.DEFAULT_CRITIC_LEARNING_RATE,
+            "critic-optimizer", (critic_spec[0] if critic_spec else "critic_optimizer_spec",
+                                 "critic_learning_rate"), owner)
+        kwargs["update_spec"] = ddpg_specs.update_spec(kwargs.get("update_spec"), batch_size, train_interval, owner)
+        self.actor_tau, self.critic_tau = ddpg_specs.target_rates(target_actor_update, target_critic_update,
+                                                                  kwargs["update_spec"], owner)
+        self.critic_regularization = check_number(critic_regularization, "critic_regularization", owner, low=0.0)
+        self.critic_gradient_clip = check_number(critic_gradient_clip, "critic_gradient_clip", owner, low=0.0,
+                                                 low_inclusive=False, allow_none=True)
+        self.warmup_actor_steps = check_number(warmup_actor_steps, "warmup_actor_steps", owner, low=0, integer=True)
+        self.warmup_critic_steps = check_number(warmup_critic_steps, "warmup_critic_steps", owner, low=0,
+                                                integer=True)
+        self.invert_gradients = check_bool(invert_gradients, "invert_gradients", owner)
+        self.gradient_inverter_min = check_number(gradient_inverter_min, "gradient_inverter_min", owner,
+                                                  allow_none=True)
+        self.gradient_inverter_max = check_number(gradient_inverter_max, "gradient_inverter_max", owner,
+                                                  allow_none=True)
+        self.squash_actions = check_bool(squash_actions, "squash_actions", owner)
+        self.random_steps = check_number(random_steps, "random_steps", owner, low=0, integer=True)
+        self.memory_interval = check_number(memory_interval, "memory_interval", owner, low=1, integer=True)
+        self.memory_counter = 0  # Transitions handed to `_observe_graph` (for memory_interval).
+        self._memory_ready = False
+        super().__init__(optimizer_spec=self.actor_optimizer_spec, exploration_spec=exploration, **kwargs)
+
+    # --- Construction ---------------------------------------------------------------------------
+    def _create_root(self) -> None:
+        owner = type(self).__name__
+        action = self._check_action_space()
+        if self.network_spec is None:
+            raise RLGraphSpecError("no network_spec (the actor's hidden layers)", where=f"{owner}(network_spec)",
+                                   hint='give e.g. [{"type": "dense", "units": 64, "activation": "relu"}].')
+        memory = Component.from_spec(self.memory_spec)
+        if not isinstance(memory, ReplayMemory) or type(memory).get_records is not ReplayMemory.get_records:
+            raise RLGraphSpecError("DDPG samples a uniform in-graph replay memory", where=f"{owner}(memory_spec)",
+                                   expected='{"type": "replay-memory", "capacity": ...}',
+                                   received=type(memory).__name__)
+        actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor")
+        critic = QCritic(self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
+                         scope="critic")
+        exploration = Exploration.from_spec(self.exploration_spec)
+        inverter = None
+        if self.invert_gradients:
+            inverter = self._inverter_bounds(action)
+        self.root_component = DDPGCore(
+            actor=actor, critic=critic, preprocessing_spec=self.preprocessing_spec, exploration=exploration,
+            memory=memory, actor_optimizer=Component.from_spec(self.actor_optimizer_spec),
+            critic_optimizer=Component.from_spec(self.critic_optimizer_spec), discount=self.discount,
+            actor_tau=self.actor_tau, critic_tau=self.critic_tau, critic_regularization=self.critic_regularization,
+            huber_delta=self.critic_gradient_clip, inverter_bounds=inverter, action_low=action.low,
+            action_high=action.high, scope=self.name)
+        self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
+            self.state_space.with_batch_rank()).strip_ranks()
+        if isinstance(self.preprocessed_state_space, ContainerSpace):
+            raise RLGraphSpecError("DDPG's critic takes one Box state", where=f"{owner}(state_space)",
+                                   received=str(self.preprocessed_state_space),
+                                   hint="flatten a Dict/Tuple state into one vector (a preprocessor or env wrapper).")
+        self.input_spaces = dict(
+            states=self.state_space.with_batch_rank(),
+            preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
+            actions=self.action_space.with_batch_rank(),
+            records=record_space(self.preprocessed_state_space, self.action_space),
+            batch_size=IntBox(1, 2 ** 31 - 1, dtype="int64"), time_percentage=float, use_exploration=bool)
+        check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]), memory.global_scope)
+
+    def _check_action_space(self) -> FloatBox:
+        space, where = self.action_space, f"{type(self).__name__}(action_space)"
+        if not isinstance(space, FloatBox):
+            hint = ("a Dict/Tuple of FloatBoxes is not supported (one noise process covers one FloatBox): "
+                    "concatenate the actions into one FloatBox." if isinstance(space, ContainerSpace) else
+                    "use DQN for discrete actions, or a continuous version of the environment.")
+            raise RLGraphSpecError("DDPG needs continuous actions: one bounded FloatBox", where=where,
+                                   expected="FloatBox(low, high, shape)", received=str(space), hint=hint)
+        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
+            raise RLGraphSpecError("DDPG's actor maps onto the action bounds, which must be finite with low < high",
+                                   where=where, received=f"low {space.low}, high {space.high}",
+                                   hint="give the FloatBox finite bounds (e.g. rescale the actions to [-1, 1]).")
+        return space
+
+    def _inverter_bounds(self, action: FloatBox) -> tuple:
+        shape = action.shape
+        p_min = np.broadcast_to(np.asarray(action.low if self.gradient_inverter_min is None
+                                           else self.gradient_inverter_min, np.float32), shape).copy()
+        p_max = np.broadcast_to(np.asarray(action.high if self.gradient_inverter_max is None
+                                           else self.gradient_inverter_max, np.float32), shape).copy()
+        if not np.all(p_max > p_min):
+            raise RLGraphSpecError("gradient_inverter_max must exceed gradient_inverter_min",
+                                   where=f"{type(self).__name__}(gradient_inverter_max)",
+                                   received=f"{p_min} and {p_max}")
+        return p_min, p_max
+
+    def build(self, build_options: Optional[dict] = None) -> Any:
+        stats = super().build(build_options)
+        self.sync_targets()  # The targets start as copies.
+        return stats
+
+    def sync_targets(self) -> None:
+        """Copies the actor and the critic into their targets (a hard update)."""
+        weights = self._executor().get_weights()
+        core = self.root_component
+        copies = {}
+        for online, target in ((core.actor, core.target_actor), (core.critic, core.target_critic)):
+            prefix, target_prefix = online.global_scope + "/", target.global_scope + "/"
+            copies.update({target_prefix + name[len(prefix):]: value for name, value in weights.items()
+                           if name.startswith(prefix)})
+        self._executor().set_weights(copies)
+
+    def policy_scope(self) -> str:
+        """The actor's global scope (`get_weights()` returns its weights)."""
+        return self.root_component.actor.global_scope
+
+    # --- Acting ---------------------------------------------------------------------------------
+    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
+                   apply_preprocessing: bool = True, extra_returns: Any = None,
+                   time_percentage: Optional[float] = None) -> Any:
+        if not use_exploration or self.timesteps >= self.random_steps:
+            return super().get_action(states, internals, use_exploration, apply_preprocessing, extra_returns,
+                                      time_percentage)
+        # The first `random_steps` env steps: uniform actions in the bounds (numpy's seeded generator).
+        extras = self._check_extra_returns(extra_returns)
+        space = self.state_space if apply_preprocessing else self.preprocessed_state_space
+        batch, single = self._batch(states, space, "get_action(states)")
+        preprocessed = self.preprocess_states(batch) if apply_preprocessing and extras else batch
+        shape = (len(batch),) + tuple(self.action_space.shape)  # (States are one Box: see `_create_root`.)
+        actions = np.random.uniform(self.action_space.low, self.action_space.high, size=shape).astype(np.float32)
+        if single:
+            actions, preprocessed = actions[0], preprocessed[0]
+        return (actions, preprocessed) if extras else actions
+
+    def get_q_values(self, states: Any, actions: Any, apply_preprocessing: bool = True) -> np.ndarray:
+        """Q(s, a) of the critic for a batch of states and actions [B] (one value for one pair)."""
+        if apply_preprocessing:
+            states = self.preprocess_states(states)
+        batch, single = self._batch(states, self.preprocessed_state_space, "get_q_values(states)")
+        actions = np.asarray(actions, np.float32)
+        q = self._executor().execute(("get_q_values", [batch, actions[None] if single else actions]))
+        return q[0] if single else q
+
+    def reset(self) -> None:
+        """Episode start: resets the Ornstein-Uhlenbeck noise to its mean, and stateful preprocessors."""
+        if "reset_noise" in self.root_component.api_methods:
+            self._executor().execute("reset_noise")
+        if self.root_component.preprocessor.is_stateful:
+            self._executor().execute("reset_preprocessor")
+
+    # --- Observing and updating -----------------------------------------------------------------
+    def _observe_graph(self, records: dict) -> None:
+        count = len(records["rewards"])
+        start, self.memory_counter = self.memory_counter, self.memory_counter + count
+        if self.memory_interval > 1:
+            rows = np.nonzero((start + np.arange(count)) % self.memory_interval == 0)[0]
+            if len(rows) == 0:
+                return
+            records = map_structure(lambda x: np.asarray(x)[rows], records)
+        self._executor().execute(("insert_records", [records]))
+
+    def memory_size(self) -> int:
+        """The number of transitions in the memory."""
+        return int(self._executor().execute("get_memory_size"))
+
+    def ready_to_update(self) -> bool:
+        """Whether an update can step something: the memory holds update_spec.batch_size
+        transitions (or is full) and the critic's or the actor's warm-up is over."""
+        if self.timesteps < min(self.warmup_actor_steps, self.warmup_critic_steps):
+            return False
+        if not self._memory_ready:
+            needed = min(self.update_spec["batch_size"], self.root_component.memory.capacity)
+            self._memory_ready = self.memory_size() >= needed
+        return self._memory_ready
+
+    def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> DDPGLosses:
+        """One update (see `DDPGCore`): the critic steps from `warmup_critic_steps` env steps on,
+        the actor from `warmup_actor_steps` on; the targets of the stepped parts follow softly.
+        Before both warm-ups the losses are computed without any step.
+
+        Args:
+            batch: None (sample update_spec.batch_size transitions from the memory) or a record
+                with "states" (preprocessed), "actions", "rewards", "terminals", "next_states".
+            time_percentage: Overrides `time_percentage()` (learning-rate schedules).
+
+        Returns:
+            DDPGLosses(critic_loss, actor_loss) as floats, computed before this update's steps
+            (the actor loss after the critic's).
+
+        Raises:
+            RLGraphError: If `batch` lacks one of those keys or has another; `RLGraphSpaceError`
+                for values that do not fit the spaces; `RLGraphNonFiniteError` for NaN or inf
+                in the batch or the losses (with execution_spec.nan_check "raise").
+        """
+        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        steps = (self.timesteps >= self.warmup_critic_steps, self.timesteps >= self.warmup_actor_steps)
+        from_memory, external = UPDATE_APIS[steps]
+        if batch is None:
+            inputs = (from_memory, [np.int64(self.update_spec["batch_size"]), tp])
+        else:
+            inputs = (external, [to_record(batch, f"{self.name}.update(batch)", checks=self._data_checks), tp])
+        critic_loss, actor_loss, _ = self._executor().execute(inputs)
+        if any(steps):
+            self.num_updates += 1
+            self.last_sync_timestep = self.timesteps
+        losses = DDPGLosses(float(critic_loss), float(actor_loss))
+        self._check_loss(np.asarray(losses), "update")
+        return losses
+
+    def get_losses(self, batch: dict) -> DDPGLosses:
+        """The critic and actor losses of a record (as for `update`), without any update."""
+        record = to_record(batch, f"{self.name}.get_losses(batch)", checks=self._data_checks)
+        critic_loss, actor_loss, _ = self._executor().execute(("get_losses", [record, np.float32(0.0)]))
+        return DDPGLosses(float(critic_loss), float(actor_loss))
+
+    # --- Checkpoints ----------------------------------------------------------------------------
+    def _save_files(self, directory: str) -> None:
+        write_json(os.path.join(directory, STATE_FILE), {"memory_counter": int(self.memory_counter)})
+
+    def _check_files(self, directory: str) -> Any:
+        where = f"{type(self).__name__}.load_model"
+        state = read_json(os.path.join(directory, STATE_FILE), where)
+        counter = state.get("memory_counter") if isinstance(state, dict) else None
+        if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+            raise RLGraphCheckpointError(f"'{STATE_FILE}' is damaged", where=where,
+                                         expected='{"memory_counter": an integer >= 0}',
+                                         received=json.dumps(state)[:100])
+        return counter
+
+    def _load_files(self, checked: Any) -> None:
+        self.memory_counter = checked
+        self._memory_ready = False  # The restored memory may hold fewer records.
