@@ -361,3 +361,17 @@ def test_dueling_adapter_given_as_action_adapter_spec(backend):
     with pytest.raises(RLGraphSpecError, match=r"action_adapter_spec\.type"):
         Agent.from_spec(dict(spec, action_adapter_spec={"type": "action-adapter"}), state_space=FloatBox(shape=(3,)),
                         action_space=IntBox(2), backend=backend)
+
+
+def test_target_starts_as_a_copy_with_soft_sync(backend):
+    """With sync_tau < 1 the target network still starts as an exact copy of the policy (a
+    regression: the build's soft sync blended 0.1 of the policy into the target's own init)."""
+    from rlgraph.agents import Agent
+    agent = Agent.from_spec({"type": "dqn", "network_spec": [{"type": "dense", "units": 8}],
+                             "update_spec": {"sync_tau": 0.1}},
+                            state_space=FloatBox(shape=(3,)), action_space=IntBox(2), backend=backend)
+    weights = agent.graph_executor.get_weights()
+    online = [k for k in weights if k.startswith("agent/policy/")]
+    assert online
+    for name in online:
+        np.testing.assert_array_equal(weights[name.replace("agent/policy/", "agent/target-policy/")], weights[name])

@@ -145,7 +145,14 @@ class DQNAgent(Agent):
 
     def build(self, build_options: Optional[dict] = None) -> Any:
         stats = super().build(build_options)
-        self.graph_executor.execute("sync_target_qnet")  # The target starts as a copy of the policy.
+        # The target starts as an exact copy of the policy (`sync_target_qnet` would only blend it
+        # in with sync_tau < 1).
+        source, target = (c.global_scope + "/" for c in (self.root_component.policy,
+                                                         self.root_component.target_policy))
+        names = [n for n in self.root_component.variable_registry if n.startswith(source)]
+        weights = self.graph_executor.get_weights(names)
+        self.graph_executor.set_weights({target + n[len(source):]: v for n, v in weights.items()
+                                         if target + n[len(source):] in self.root_component.variable_registry})
         return stats
 
     # --- Observing ------------------------------------------------------------------------------
