@@ -24,9 +24,10 @@ class SingleThreadedWorker:
     reset right away.
 
     Updates: after `update_spec.steps_before_update` observed env steps, every
-    `update_interval` env steps the worker calls `agent.update()` `update_steps` times, once
+    `update_interval` observed env steps the worker calls `agent.update()` `update_steps` times
+    (one such round per interval, so N envs with an interval of 1 give N rounds per worker step), once
     `agent.ready_to_update()` says the agent has the data for an update (a replay memory holding
-    a batch, an on-policy agent's full rollout); until then it asks again at each step.
+    a batch, an on-policy agent's full rollout); a round that finds it without them is dropped.
 
     Args:
         agent: The agent.
@@ -224,15 +225,18 @@ class SingleThreadedWorker:
         if agent.timesteps < spec["steps_before_update"]:
             self.last_update_timestep = agent.timesteps
             return []
-        if agent.timesteps - self.last_update_timestep < spec["update_interval"]:
-            return []
-        if not agent.ready_to_update():
-            return []
-        self.last_update_timestep = agent.timesteps
+        # One round per update_interval env steps observed since the last round: several when a
+        # step observed more than one transition (several envs, or an episode end, which observes
+        # its last transition at once).
+        rounds = (agent.timesteps - self.last_update_timestep) // spec["update_interval"]
         losses = []
-        for _ in range(spec["update_steps"]):
-            out = agent.update()
-            losses.append(float(out[0] if isinstance(out, (tuple, list)) else out))
+        for _ in range(rounds):
+            self.last_update_timestep += spec["update_interval"]
+            if not agent.ready_to_update():
+                continue  # A round that finds the agent without the data for an update is dropped.
+            for _ in range(spec["update_steps"]):
+                out = agent.update()
+                losses.append(float(out[0] if isinstance(out, (tuple, list)) else out))
         return losses
 
     def _run_hooks(self, actions, rewards, next_states, done, explore) -> None:
