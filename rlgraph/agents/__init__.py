@@ -6,8 +6,10 @@ from rlgraph.agents.ddpg_agent import DDPGAgent
 from rlgraph.agents.dqn_agent import DQNAgent
 from rlgraph.agents.impala_agent import IMPALAAgent, SingleIMPALAAgent
 from rlgraph.agents.ppo_agent import PPOAgent
+from rlgraph.agents.sac_agent import SACAgent
 
 Agent.__lookup_classes__ = {
+    "sac": SACAgent, "sac-agent": SACAgent, "SACAgent": SACAgent,
     "dqn": DQNAgent, "dqn-agent": DQNAgent, "DQNAgent": DQNAgent,
     "ddpg": DDPGAgent, "ddpg-agent": DDPGAgent, "DDPGAgent": DDPGAgent,
     "apex": ApexAgent, "apex-agent": ApexAgent, "ApexAgent": ApexAgent,
@@ -19,4 +21,4 @@ Agent.__lookup_classes__ = {
     "a2c": ActorCriticAgent, "ActorCriticAgent": ActorCriticAgent,
 }
 
-__all__ = ["ActorCriticAgent", "Agent", "DDPGAgent", "PPOAgent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]
+__all__ = ["ActorCriticAgent", "Agent", "DDPGAgent", "PPOAgent", "SACAgent", "ApexAgent", "DQNAgent", "IMPALAAgent", "SingleIMPALAAgent"]

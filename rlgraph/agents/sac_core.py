@@ -1,0 +1,295 @@
+"""`SACCore`: the root component of `SACAgent` (acting, memory, critics, losses, three optimizers)."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional
+
+from rlgraph.agents.records import check_record_keys
+from rlgraph.backend_system import get_backend
+from rlgraph.components.common.synchronizable import Synchronizable
+from rlgraph.components.component import Component
+from rlgraph.components.distributions._backend_maths import backend_maths
+from rlgraph.components.loss_functions.sac_loss_function import SACLossFunction
+from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
+from rlgraph.components.policies.policy import Policy, leaf_of
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.nest import flatten_op
+
+
+class SACCore(Component):
+    """Preprocessor, stochastic policy, twin critics and their targets, log-alpha, memory, losses, optimizers.
+
+    One update (`update_from_memory`, `update_from_external_batch`) on a record (`RECORD_KEYS` of
+    `rlgraph/agents/records.py`: s, a, r, d, s'), with Q_i the critics, Q'_i the target critics,
+    alpha = exp(log_alpha) and every gradient taken at the parameters before the update:
+
+        a', logp' = pi(s')                              # fresh sample (reparameterised)
+        y   = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha logp')      # constant
+        critic_loss = mean(sum_i 0.5 (Q_i(s, a) - y)^2)
+        a~, logp = pi(s)
+        actor_loss  = mean(alpha logp - min_i Q_i(s, a~))
+        alpha_loss  = mean(-log_alpha (logp + target_entropy))          # logp constant
+        critic, actor, alpha optimizers: one step each on their own variables
+        [sync]: Q'_i <- tau Q_i + (1 - tau) Q'_i                         # the "_and_sync" APIs
+
+    `SACLossFunction` computes the three losses. Continuous actions: logp sums the squashed
+    Gaussians' log-probs over the action's elements and leaves (a Dict/Tuple of FloatBoxes). Discrete
+    actions (Christodoulou 2019, https://arxiv.org/abs/1910.07207) take exact expectations over
+    pi(.|s) instead of samples: logp' = sum_a pi(a|s') log pi(a|s'), min_i Q'_i(s', a') becomes
+    sum_a pi(a|s') min_i Q'_i(s', a), and likewise for the actor's terms at s; the critics output
+    one value per action and Q_i(s, a) picks the taken one.
+
+    Args:
+        policy: The `Policy` (sampling; squashed Gaussians or one categorical).
+        critics: One `SACCritic` per Q-function (two for twin Q), scoped "critic-0", "critic-1".
+        preprocessing_spec: The preprocessor layer specs.
+        memory: The in-graph replay memory.
+        actor_optimizer, critic_optimizer: Optimizer components.
+        alpha_optimizer: The optimizer of log_alpha (None: alpha stays fixed).
+        loss_function: The `SACLossFunction`.
+        discrete: Whether the action space is one IntBox.
+        initial_alpha: alpha at the start (> 0).
+        sync_tau: tau of the soft target updates.
+        scope: Default "sac-core".
+
+    Sub-components: "preprocessor-stack", "policy", "critics" (holding "critic-i" and a
+    "synchronizable"), "target-critics" (a frozen copy, plus "hard-sync" with tau 1), the memory,
+    the loss function and the optimizers. Variable "<scope>/log-alpha" (trainable iff learned).
+
+    API (batched):
+        get_actions(states, time_percentage, use_exploration) -> (preprocessed_states, actions):
+            samples (exploration) or the policy's mode
+        get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
+        get_greedy_actions(states), get_greedy_actions_from_preprocessed_states(preprocessed_states)
+        get_preprocessed_states(states), reset_preprocessor()
+        get_q_values(preprocessed_states[, actions]) -> a tuple with one entry per critic: Q(s, a) [B]
+            (continuous) or Q(s, .) [B, n] (discrete, no actions argument)
+        get_alpha() -> alpha
+        insert_records(records), get_memory_size()
+        update_from_memory(batch_size, time_percentage) and update_from_external_batch(records,
+            time_percentage), each also as "..._and_sync": (actor_loss, critic_loss, alpha_loss,
+            alpha), the losses and alpha before the step
+        get_losses(records) -> the same without updating
+        sync_targets(): the soft update; reset_targets(): a hard copy
+    """
+
+    def __init__(self, policy: Policy, critics: List[Component], preprocessing_spec: list, memory: Component,
+                 actor_optimizer: Component, critic_optimizer: Component, alpha_optimizer: Optional[Component],
+                 loss_function: SACLossFunction, discrete: bool, initial_alpha: float, sync_tau: float,
+                 scope: str = "sac-core"):
+        super().__init__(scope=scope)
+        self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
+        self.policy = policy
+        self.critic_list = list(critics)
+        self.critics = Component(*self.critic_list, scope="critics")
+        self.critics.add_components(Synchronizable(scope="synchronizable"))
+        self.target_critics = self.critics.copy(scope="target-critics", trainable=False)
+        self.target_critics.sub_components["synchronizable"].sync_tau = float(sync_tau)
+        self.target_critics.add_components(Synchronizable(scope="hard-sync"))
+        self.target_critic_list = [self.target_critics.sub_components[c.scope] for c in self.critic_list]
+        self.memory = memory
+        self.actor_optimizer = actor_optimizer
+        self.critic_optimizer = critic_optimizer
+        self.alpha_optimizer = alpha_optimizer
+        self.loss_function = loss_function
+        self.discrete = bool(discrete)
+        self.initial_alpha = float(initial_alpha)
+        self.log_alpha = None
+        optimizers = [actor_optimizer, critic_optimizer] + ([alpha_optimizer] if alpha_optimizer else [])
+        self.add_components(self.preprocessor, self.policy, self.critics, self.target_critics, self.memory,
+                            self.loss_function, *optimizers)
+        # The Q-value API takes the actions only for continuous actions (the discrete critics give Q(s, .)).
+        q_api = SACCore._discrete_q_values if self.discrete else SACCore._continuous_q_values
+        rlgraph_api(component=self, name="get_q_values", no_grad=True)(q_api)
+        for name, sync in (("update_from_memory", False), ("update_from_memory_and_sync", True)):
+            rlgraph_api(component=self, name=name)(_memory_update(sync))
+        for name, sync in (("update_from_external_batch", False), ("update_from_external_batch_and_sync", True)):
+            rlgraph_api(component=self, name=name)(_external_update(sync))
+
+    def create_variables(self, input_spaces, action_space=None):
+        self.log_alpha = self.get_variable("log-alpha", initializer=math.log(self.initial_alpha),
+                                           trainable=self.alpha_optimizer is not None)
+
+    # --- Acting ---------------------------------------------------------------------------------
+    @rlgraph_api(no_grad=True)
+    def get_actions(self, states, time_percentage, use_exploration=True):
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed), use_exploration)
+
+    @rlgraph_api(no_grad=True)
+    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
+        return self._graph_fn_identity(preprocessed_states), \
+            self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed_states), use_exploration)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions(self, states):
+        """(preprocessed states, the policy's mode): acting without exploration (evaluation)."""
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self.policy.get_deterministic_action(preprocessed)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
+        return self._graph_fn_identity(preprocessed_states), self.policy.get_deterministic_action(preprocessed_states)
+
+    @rlgraph_api(no_grad=True)
+    def get_preprocessed_states(self, states):
+        return self.preprocessor.preprocess(states)
+
+    @rlgraph_api(no_grad=True)
+    def reset_preprocessor(self):
+        return self.preprocessor.reset()
+
+    def _continuous_q_values(self, preprocessed_states, actions):
+        return tuple(c.get_q_values(preprocessed_states, actions) for c in self.critic_list)
+
+    def _discrete_q_values(self, preprocessed_states):
+        return tuple(c.get_q_values(preprocessed_states) for c in self.critic_list)
+
+    @rlgraph_api(no_grad=True)
+    def get_alpha(self):
+        return self._graph_fn_alpha()
+
+    # --- Memory, targets ------------------------------------------------------------------------
+    @rlgraph_api
+    def insert_records(self, records):
+        check_record_keys(records, f"{self.global_scope}.insert_records(records)")
+        return self.memory.insert_records(records)
+
+    @rlgraph_api(no_grad=True)
+    def get_memory_size(self):
+        return self.memory.get_size()
+
+    @rlgraph_api(no_grad=True)
+    def sync_targets(self):
+        values = self.critics.sub_components["synchronizable"].get_sync_values()
+        return self.target_critics.sub_components["synchronizable"].sync(values)
+
+    @rlgraph_api(no_grad=True)
+    def reset_targets(self):
+        values = self.critics.sub_components["synchronizable"].get_sync_values()
+        return self.target_critics.sub_components["hard-sync"].sync(values)
+
+    # --- Learning -------------------------------------------------------------------------------
+    @rlgraph_api(no_grad=True)
+    def get_losses(self, records):
+        check_record_keys(records, f"{self.global_scope}.get_losses(records)")
+        alpha = self._graph_fn_alpha()
+        return self._losses(records, alpha) + (alpha,)
+
+    def _update(self, records, time_percentage, sync):
+        alpha = self._graph_fn_alpha()
+        actor_loss, critic_loss, alpha_loss = self._losses(records, alpha)
+        # All gradients first, at the same parameters: an applied step would change (in place) the
+        # critic weights that the actor loss differentiates through.
+        steps = [(self.critic_optimizer, self._graph_fn_critic_variables(), critic_loss),
+                 (self.actor_optimizer, self._graph_fn_actor_variables(), actor_loss)]
+        if self.alpha_optimizer is not None:
+            steps.append((self.alpha_optimizer, self._graph_fn_alpha_variables(), alpha_loss))
+        gradients = [optimizer.calculate_gradients(variables, loss) for optimizer, variables, loss in steps]
+        for (optimizer, variables, _), grads in zip(steps, gradients):
+            optimizer.apply_gradients(variables, grads, time_percentage)
+        if sync:
+            self.sync_targets()
+        return actor_loss, critic_loss, alpha_loss, alpha
+
+    def _losses(self, records, alpha):
+        """(actor_loss, critic_loss, alpha_loss), batch means (see the class docstring)."""
+        s, s_next = records["states"], records["next_states"]
+        if self.discrete:
+            _, probs_next, log_probs_next = self.policy.get_logits_probabilities_log_probs(s_next)
+            qt_next = tuple(t.get_q_values(s_next) for t in self.target_critic_list)
+            logp_next, v_next = self._graph_fn_expectations(probs_next, log_probs_next, qt_next)
+            q_s = [c.get_q_values(s) for c in self.critic_list]
+            q = tuple(self._graph_fn_taken(q_i, records["actions"]) for q_i in q_s)
+            _, probs, log_probs = self.policy.get_logits_probabilities_log_probs(s)
+            logp, v = self._graph_fn_expectations(probs, log_probs, tuple(q_s))
+            # The loss takes min over the heads of these: the expectations already hold the min.
+            q_next_sampled, q_sampled = (v_next,) * len(q), (v,) * len(q)
+        else:
+            a_next, log_probs_next = self.policy.get_action_and_log_prob(s_next)
+            logp_next = self._graph_fn_joint_log_prob(log_probs_next)
+            q_next_sampled = tuple(t.get_q_values(s_next, a_next) for t in self.target_critic_list)
+            q = tuple(c.get_q_values(s, records["actions"]) for c in self.critic_list)
+            a_new, log_probs = self.policy.get_action_and_log_prob(s)
+            logp = self._graph_fn_joint_log_prob(log_probs)
+            q_sampled = tuple(c.get_q_values(s, a_new) for c in self.critic_list)
+        if len(q) == 1:
+            q, q_next_sampled, q_sampled = q[0], q_next_sampled[0], q_sampled[0]
+        return self.loss_function.loss_components(alpha, logp_next, q_next_sampled, q, logp, q_sampled,
+                                                  records["rewards"], records["terminals"])
+
+    # --- Graph functions ------------------------------------------------------------------------
+    @graph_fn
+    def _graph_fn_identity(self, x):
+        return x
+
+    @graph_fn
+    def _graph_fn_draw(self, parameters, use_exploration):
+        """Actions nested like the action space: samples if `use_exploration`, else the modes."""
+        def draw(deterministic):
+            flat = {k: d.get_distribution(leaf_of(parameters, k)).sample(deterministic)
+                    for k, d in self.policy.distributions.items()}
+            return flat[""] if list(flat) == [""] else self.policy.action_space.unflatten(flat)
+        return backend_maths().cond(use_exploration, lambda: draw(False), lambda: draw(True),
+                                    where=f"{self.global_scope}.get_actions(use_exploration)")
+
+    @graph_fn
+    def _graph_fn_alpha(self):
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.exp(self.log_alpha)
+        import torch
+        return torch.exp(self.log_alpha)
+
+    @graph_fn
+    def _graph_fn_joint_log_prob(self, log_probs):
+        """log pi(a|s) [B]: the per-element log-probs summed over each leaf's elements and over the leaves."""
+        leaves = list(flatten_op(log_probs).values())
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.add_n([tf.reduce_sum(tf.reshape(x, [tf.shape(x)[0], -1]), axis=-1) for x in leaves])
+        return sum(x.reshape(x.shape[0], -1).sum(dim=-1) for x in leaves)
+
+    @graph_fn(returns=2)
+    def _graph_fn_expectations(self, probs, log_probs, q_heads):
+        """(sum_a pi(a) log pi(a), sum_a pi(a) min_i Q_i(a)), each [B], from [B, n] inputs."""
+        if get_backend() == "tf":
+            import tensorflow as tf
+            min_q = tf.reduce_min(tf.stack(list(q_heads)), axis=0)
+            return tf.reduce_sum(probs * log_probs, axis=-1), tf.reduce_sum(probs * min_q, axis=-1)
+        import torch
+        min_q = torch.stack(list(q_heads)).min(dim=0).values
+        return (probs * log_probs).sum(dim=-1), (probs * min_q).sum(dim=-1)
+
+    @graph_fn
+    def _graph_fn_taken(self, q, actions):
+        """Q(s, a) [B] of the taken actions a [B] from Q(s, .) [B, n]."""
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.gather(q, tf.cast(actions, tf.int32), batch_dims=1)
+        return q.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    @graph_fn
+    def _graph_fn_actor_variables(self):
+        return self.policy.get_variables(custom_scope_separator="-", trainable_only=True)
+
+    @graph_fn
+    def _graph_fn_critic_variables(self):
+        return self.critics.get_variables(custom_scope_separator="-", trainable_only=True)
+
+    @graph_fn
+    def _graph_fn_alpha_variables(self):
+        return {"log-alpha": self.log_alpha}
+
+
+def _memory_update(sync: bool):
+    def update_from_memory(self, batch_size, time_percentage):
+        return self._update(self.memory.get_records(batch_size), time_percentage, sync)
+    return update_from_memory
+
+
+def _external_update(sync: bool):
+    def update_from_external_batch(self, records, time_percentage):
+        check_record_keys(records, f"{self.global_scope}.update_from_external_batch(records)")
+        return self._update(records, time_percentage, sync)
+    return update_from_external_batch
