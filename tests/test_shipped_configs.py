@@ -33,10 +33,18 @@ def _is_impala(config):
     return issubclass(Agent.resolve_type(config["type"]), IMPALAAgent)
 
 
+def _is_on_policy(config):
+    from rlgraph.agents import Agent
+    from rlgraph.agents.policy_gradient_agent import PolicyGradientAgent
+    return issubclass(Agent.resolve_type(config["type"]), PolicyGradientAgent)
+
+
 def test_the_expected_configs_ship():
     names = {os.path.basename(c) for c in CONFIGS}
     assert {"dqn_cartpole.json", "dqn_cartpole_tf.json", "dqn_gridworld_4x4.json", "dqn_pong.json",
-            "apex_cartpole.json", "apex_pong.json", "impala_cartpole.json", "impala_pong.json"} <= names
+            "apex_cartpole.json", "apex_pong.json", "impala_cartpole.json", "impala_pong.json",
+            "ppo_cartpole.json", "ppo_pendulum.json", "a2c_cartpole.json", "sac_pendulum.json",
+            "ddpg_pendulum.json"} <= names
     assert {os.path.basename(c) for c in DISTRIBUTED} == {"apex_cartpole.json", "apex_pong.json",
                                                           "impala_cartpole.json", "impala_pong.json"}
 
@@ -46,7 +54,9 @@ def test_config_builds_and_acts(config, backend):
     """(For a distributed config: the learner's agent, as `rlgraph evaluate` builds it. An IMPALA
     agent learns from rollouts, not from observed transitions: it only acts here.)"""
     impala = _is_impala(load_spec_file(config))
-    resolved = resolve_config(config, backend=backend, overrides=[] if impala else SMALL)
+    # (A small replay memory keeps the build cheap; on-policy agents keep no replay.)
+    resolved = resolve_config(config, backend=backend,
+                              overrides=[] if impala or _is_on_policy(load_spec_file(config)) else SMALL)
     agent, env_spec = make_agent_and_env(resolved)
     from rlgraph.environments import Environment
     env = Environment.from_spec(env_spec)
