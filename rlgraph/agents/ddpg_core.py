@@ -6,6 +6,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 
 from rlgraph.agents.records import check_record_keys
+from rlgraph.agents.agent_core import AgentCore
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
 from rlgraph.components.component import Component
@@ -24,7 +25,7 @@ UPDATE_APIS = {
 }
 
 
-class DDPGCore(Component):
+class DDPGCore(AgentCore):
     """Preprocessor, actor mu and critic Q with their targets mu' and Q', noise, memory, two optimizers.
 
     One update reads one record (`rlgraph/agents/records.py`: states preprocessed) and runs, in
@@ -118,43 +119,17 @@ class DDPGCore(Component):
         target.sub_components["synchronizable"].sync_tau = float(tau)
         return target
 
-    # --- Acting ---------------------------------------------------------------------------------
+    # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
+    def _greedy(self, preprocessed_states):
+        return self._graph_fn_clip_to_bounds(self.actor.get_action(preprocessed_states))
+
     def _act(self, preprocessed, time_percentage, use_exploration):
         mu = self.actor.get_action(preprocessed)
         return self._graph_fn_clip_to_bounds(self.exploration.get_action(mu, time_percentage, use_exploration))
 
     @rlgraph_api(no_grad=True)
-    def get_actions(self, states, time_percentage, use_exploration=True):
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self._act(preprocessed, time_percentage, use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
-        return self._graph_fn_identity(preprocessed_states), \
-            self._act(preprocessed_states, time_percentage, use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions(self, states):
-        """(preprocessed states, mu(s) clipped to the bounds): acting without noise (evaluation)."""
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self._graph_fn_clip_to_bounds(self.actor.get_action(preprocessed))
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
-        return self._graph_fn_identity(preprocessed_states), \
-            self._graph_fn_clip_to_bounds(self.actor.get_action(preprocessed_states))
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
     def get_q_values(self, preprocessed_states, actions):
         return self.critic.get_q_values(preprocessed_states, actions)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
 
     def _reset_noise(self):
         return self.exploration.noise.reset()
@@ -195,10 +170,6 @@ class DDPGCore(Component):
         return critic_loss, actor_loss, td
 
     # --- Graph functions ------------------------------------------------------------------------
-    @graph_fn
-    def _graph_fn_identity(self, x):
-        return x
-
     @graph_fn
     def _graph_fn_clip_to_bounds(self, actions):
         if get_backend() == "tf":

@@ -5,6 +5,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from rlgraph.agents.records import check_record_keys
+from rlgraph.agents.agent_core import AgentCore
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
 from rlgraph.components.component import Component
@@ -16,7 +17,7 @@ from rlgraph.utils.nest import flatten_op
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 
-class DQNCore(Component):
+class DQNCore(AgentCore):
     """Preprocessor, online and target Q-policies, exploration, memory, loss(es) and optimizer.
 
     Learning reads one record: a dict of batched transitions with the keys `RECORD_KEYS`
@@ -100,35 +101,13 @@ class DQNCore(Component):
         if self.prioritized:
             rlgraph_api(component=self, name="update_priorities")(DQNCore._update_priorities)
 
-    # --- Acting ---------------------------------------------------------------------------------
+    # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
+    def _greedy(self, preprocessed_states):
+        return self.policy.get_deterministic_action(preprocessed_states)
+
     def _act(self, preprocessed, time_percentage, use_exploration):
         greedy = self.policy.get_deterministic_action(preprocessed)
         return self.exploration.get_action(greedy, time_percentage, use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_actions(self, states, time_percentage, use_exploration=True):
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self._act(preprocessed, time_percentage, use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
-        return self._graph_fn_identity(preprocessed_states), \
-            self._act(preprocessed_states, time_percentage, use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions(self, states):
-        """(preprocessed states, greedy actions): acting without exploration (evaluation)."""
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self.policy.get_deterministic_action(preprocessed)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
-        return self._graph_fn_identity(preprocessed_states), \
-            self.policy.get_deterministic_action(preprocessed_states)
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
 
     @rlgraph_api(no_grad=True)
     def get_q_values(self, preprocessed_states):
@@ -144,10 +123,6 @@ class DQNCore(Component):
     def sync_target_qnet(self):
         values = self.policy.sub_components["synchronizable"].get_sync_values()
         return self.target_policy.sub_components["synchronizable"].sync(values)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
 
     # --- Memory and learning --------------------------------------------------------------------
     def _insert_records(self, records):
@@ -207,10 +182,6 @@ class DQNCore(Component):
         return self._graph_fn_sum_leaves(losses, per_items, tds)
 
     # --- Graph functions ------------------------------------------------------------------------
-    @graph_fn
-    def _graph_fn_identity(self, x):
-        return x
-
     @graph_fn
     def _graph_fn_leaf(self, nested, key):
         return flatten_op(nested)[key]

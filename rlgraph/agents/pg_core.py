@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rlgraph.agents.agent_core import AgentCore
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
@@ -20,7 +21,7 @@ def pg_batch_space(state_space: Space, action_space: Space) -> Dict:
                 values=FloatBox(), advantages=FloatBox(), value_targets=FloatBox(), add_batch_rank=True)
 
 
-class PolicyGradientCore(Component):
+class PolicyGradientCore(AgentCore):
     """Preprocessor, stochastic policy, state-value baseline, loss and optimizer(s).
 
     The baseline is a `ValueFunction` of its own (the config's `value_function_spec`) or a value
@@ -43,12 +44,7 @@ class PolicyGradientCore(Component):
     `clip_ratio` and `weight_entropy` are inputs of `update_from_batch`, so schedules of them are
     evaluated by the agent per update.
 
-    API (all batched):
-        get_actions(states, time_percentage, use_exploration) -> (preprocessed_states, sampled actions)
-        get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
-        get_greedy_actions(states), get_greedy_actions_from_preprocessed_states(preprocessed_states)
-            -> (preprocessed_states, most likely actions)
-        get_preprocessed_states(states), reset_preprocessor()
+    API (all batched; the acting API of `AgentCore`: samples of the policy, or its most likely actions):
         get_state_values(preprocessed_states) -> V(s) [B]
         evaluate_transitions(preprocessed_states, actions, next_states) -> (log pi(a|s) [B], V(s) [B], V(s') [B])
         update_from_batch(batch, time_percentage, clip_ratio, weight_entropy)
@@ -74,32 +70,12 @@ class PolicyGradientCore(Component):
         components += [c for c in (value_function, value_function_optimizer) if c is not None]
         self.add_components(*components)
 
-    # --- Acting ---------------------------------------------------------------------------------
-    @rlgraph_api(no_grad=True)
-    def get_actions(self, states, time_percentage, use_exploration=True):
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self.policy.get_stochastic_action(preprocessed)
+    # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
+    def _act(self, preprocessed_states, time_percentage, use_exploration):
+        return self.policy.get_stochastic_action(preprocessed_states)
 
-    @rlgraph_api(no_grad=True)
-    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
-        return self._graph_fn_identity(preprocessed_states), self.policy.get_stochastic_action(preprocessed_states)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions(self, states):
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self.policy.get_deterministic_action(preprocessed)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
-        return self._graph_fn_identity(preprocessed_states), self.policy.get_deterministic_action(preprocessed_states)
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
+    def _greedy(self, preprocessed_states):
+        return self.policy.get_deterministic_action(preprocessed_states)
 
     # --- Values and log-probs -------------------------------------------------------------------
     def _values(self, preprocessed_states):
@@ -148,10 +124,6 @@ class PolicyGradientCore(Component):
         return loss, loss_per_item, pi_mean, v_mean, entropy_mean
 
     # --- Graph functions ------------------------------------------------------------------------
-    @graph_fn
-    def _graph_fn_identity(self, x):
-        return x
-
     @graph_fn
     def _graph_fn_squeeze(self, values):
         """[B, 1] -> [B]."""

@@ -5,6 +5,7 @@ import math
 from typing import List, Optional
 
 from rlgraph.agents.records import check_record_keys
+from rlgraph.agents.agent_core import AgentCore
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
 from rlgraph.components.component import Component
@@ -16,7 +17,7 @@ from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.nest import flatten_op
 
 
-class SACCore(Component):
+class SACCore(AgentCore):
     """Preprocessor, stochastic policy, twin critics and their targets, log-alpha, memory, losses, optimizers.
 
     One update (`update_from_memory`, `update_from_external_batch`) on a record (`RECORD_KEYS` of
@@ -110,34 +111,12 @@ class SACCore(Component):
         self.log_alpha = self.get_variable("log-alpha", initializer=math.log(self.initial_alpha),
                                            trainable=self.alpha_optimizer is not None)
 
-    # --- Acting ---------------------------------------------------------------------------------
-    @rlgraph_api(no_grad=True)
-    def get_actions(self, states, time_percentage, use_exploration=True):
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed), use_exploration)
+    # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
+    def _act(self, preprocessed_states, time_percentage, use_exploration):
+        return self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed_states), use_exploration)
 
-    @rlgraph_api(no_grad=True)
-    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
-        return self._graph_fn_identity(preprocessed_states), \
-            self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed_states), use_exploration)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions(self, states):
-        """(preprocessed states, the policy's mode): acting without exploration (evaluation)."""
-        preprocessed = self.preprocessor.preprocess(states)
-        return preprocessed, self.policy.get_deterministic_action(preprocessed)
-
-    @rlgraph_api(no_grad=True)
-    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
-        return self._graph_fn_identity(preprocessed_states), self.policy.get_deterministic_action(preprocessed_states)
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
+    def _greedy(self, preprocessed_states):
+        return self.policy.get_deterministic_action(preprocessed_states)
 
     def _continuous_q_values(self, preprocessed_states, actions):
         return tuple(c.get_q_values(preprocessed_states, actions) for c in self.critic_list)
@@ -219,10 +198,6 @@ class SACCore(Component):
                                                   records["rewards"], records["terminals"])
 
     # --- Graph functions ------------------------------------------------------------------------
-    @graph_fn
-    def _graph_fn_identity(self, x):
-        return x
-
     @graph_fn
     def _graph_fn_draw(self, parameters, use_exploration):
         """Actions nested like the action space: samples if `use_exploration`, else the modes."""

@@ -1,0 +1,59 @@
+"""`AgentCore`: the base of the agents' root components, with the acting API every agent serves."""
+from __future__ import annotations
+
+from rlgraph.components.component import Component
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+
+
+class AgentCore(Component):
+    """The acting API of an agent's root component, written once for all agents.
+
+    A subclass creates `self.preprocessor` (a `PreprocessorStack`) and defines two python
+    methods that run inside API methods:
+
+        _act(preprocessed_states, time_percentage, use_exploration) -> actions  (exploring: epsilon,
+            noise or a sample of the policy)
+        _greedy(preprocessed_states) -> actions without exploration (evaluation)
+
+    `Agent.get_action` calls the first pair below, or the greedy pair (`Agent.greedy_apis`) for
+    `use_exploration=False`.
+
+    API (all batched, all without gradients):
+        get_actions(states, time_percentage, use_exploration) -> (preprocessed_states, actions)
+        get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
+        get_greedy_actions(states) -> (preprocessed_states, actions without exploration)
+        get_greedy_actions_from_preprocessed_states(preprocessed_states)
+        get_preprocessed_states(states)
+        reset_preprocessor(): resets stateful preprocessors (at episode starts)
+    """
+
+    @rlgraph_api(no_grad=True)
+    def get_actions(self, states, time_percentage, use_exploration=True):
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self._act(preprocessed, time_percentage, use_exploration)
+
+    @rlgraph_api(no_grad=True)
+    def get_actions_from_preprocessed_states(self, preprocessed_states, time_percentage, use_exploration=True):
+        return self._graph_fn_identity(preprocessed_states), \
+            self._act(preprocessed_states, time_percentage, use_exploration)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions(self, states):
+        preprocessed = self.preprocessor.preprocess(states)
+        return preprocessed, self._greedy(preprocessed)
+
+    @rlgraph_api(no_grad=True)
+    def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
+        return self._graph_fn_identity(preprocessed_states), self._greedy(preprocessed_states)
+
+    @rlgraph_api(no_grad=True)
+    def get_preprocessed_states(self, states):
+        return self.preprocessor.preprocess(states)
+
+    @rlgraph_api(no_grad=True)
+    def reset_preprocessor(self):
+        return self.preprocessor.reset()
+
+    @graph_fn
+    def _graph_fn_identity(self, x):
+        return x
