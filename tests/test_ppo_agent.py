@@ -177,13 +177,15 @@ def test_ppo_update_from_a_record_is_make_batch_plus_one_step(backend):
 # --- Minibatch epochs -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("update_spec, steps", [
-    ({"sample_size": 4, "num_epochs": 2}, 6),         # ceil(10 / 4) = 3 minibatches per epoch, 2 epochs.
-    ({"sample_size": 4, "num_iterations": 5}, 5),     # num_iterations decides.
-    ({"sample_size": 20, "num_epochs": 3}, 3),        # A minibatch larger than the rollout: all rows.
-    ({"sample_size": 4, "num_iterations": 2}, 2),     # Fewer steps than one epoch: 2 rows are not learned from.
+@pytest.mark.parametrize("update_spec, steps, sizes", [
+    ({"sample_size": 4, "num_epochs": 2}, 6, [4, 3, 3]),      # round(10 / 4) = 3 equal minibatches per epoch.
+    ({"sample_size": 4, "num_iterations": 5}, 5, [4, 3, 3]),  # num_iterations decides.
+    ({"sample_size": 20, "num_epochs": 3}, 3, [10]),          # A minibatch larger than the rollout: all rows.
+    ({"sample_size": 4, "num_iterations": 2}, 2, [4, 3, 3]),  # Fewer steps than one epoch: 3 rows not learned from.
+    ({"sample_size": 8, "num_epochs": 2}, 2, [10]),           # round(10 / 8) = 1: no minibatch of 2 rows.
+    ({"sample_size": 3, "num_epochs": 1}, 3, [4, 3, 3]),      # round(10 / 3) = 3.
 ])
-def test_minibatch_schedule(backend, update_spec, steps):
+def test_minibatch_schedule(backend, update_spec, steps, sizes):
     agent = _ppo(backend, update_spec=dict(update_spec, batch_size=10), weight_entropy=0.01)
     _observe(agent, _fragment(7, 10))
     assert agent.ready_to_update()
@@ -197,9 +199,7 @@ def test_minibatch_schedule(backend, update_spec, steps):
     agent._step = counting_step
     out = agent.update()
     assert agent.num_gradient_steps == steps and len(rows_per_step) == steps
-    size = min(update_spec["sample_size"], 10)
-    per_epoch = [min(size, 10 - i) for i in range(0, 10, size)]
-    assert rows_per_step == (per_epoch * 3)[:steps]
+    assert rows_per_step == (sizes * 3)[:steps]
     # One loss per row (from the row's first minibatch), finite; the loss is the mean over the steps. Rows that
     # no step sampled (num_iterations shorter than an epoch) have no loss: NaN.
     assert out.loss_per_item.shape == (10,)

@@ -97,8 +97,8 @@ class PolicyGradientCore(AgentCore):
         """(policy loss per item [B], value loss per item [B], entropy [B]) of a batch."""
         # The batch's fields are picked by key here, in python (as `DQNCore._loss` does).
         states, actions, log_mu, v_old, advantages, targets = (batch[key] for key in PG_BATCH_KEYS)
-        log_pi = self._graph_fn_sum_leaves(self.policy.get_log_prob(states, actions))
-        entropy = self._graph_fn_sum_leaves(self.policy.get_entropy(states))
+        log_probs, entropies = self.policy.get_log_prob_and_entropy(states, actions)
+        log_pi, entropy = self._graph_fn_sum_leaves(log_probs), self._graph_fn_sum_leaves(entropies)
         values = self._values(states)
         policy_loss = self._graph_fn_policy_loss(log_pi, log_mu, advantages, entropy, clip_ratio, weight_entropy)
         value_loss = self._graph_fn_value_loss(values, v_old, targets)

@@ -15,8 +15,9 @@ class PPOAgent(PolicyGradientAgent):
     """PPO (Schulman et al. 2017, https://arxiv.org/abs/1707.06347).
 
     After each rollout of `update_spec.batch_size` env steps (over all environments) the agent
-    computes GAE advantages once, then takes gradient steps on minibatches of
-    `update_spec.sample_size` rows: `num_epochs` passes over the shuffled rollout, or, if
+    computes GAE advantages once, then takes gradient steps on minibatches of about
+    `update_spec.sample_size` rows (the shuffled rollout split into round(N / sample_size) equal
+    parts): `num_epochs` passes over the rollout, or, if
     `update_spec.num_iterations` is given (the original RLgraph's key), that many minibatch steps
     (consecutive passes over fresh shuffles). The loss is `PolicyGradientCore`'s "ppo" loss
     (clipped ratio against the acting weights' log-probs, optional value clipping, entropy bonus);
@@ -29,7 +30,7 @@ class PPOAgent(PolicyGradientAgent):
         **kwargs: `PolicyGradientAgent` and `Agent` arguments (`gae_lambda`, `weight_entropy`,
             `value_function_spec`, ...).
 
-    update_spec keys besides the common ones: "sample_size" (minibatch rows, default 64),
+    update_spec keys besides the common ones: "sample_size" (minibatch rows, default 64; see above),
     "num_epochs" (default 10), "num_iterations" (minibatch steps per update; None: epochs decide).
     """
 
@@ -67,8 +68,10 @@ class PPOAgent(PolicyGradientAgent):
 
     def _learn(self, batch: dict, time_percentage: np.float32) -> PGUpdate:
         count = len(batch["advantages"])
-        size = min(self.update_spec["sample_size"], count)
-        per_epoch = -(-count // size)
+        # Minibatches of equal size (+-1 row), as close to sample_size as the rollout allows: a
+        # rollout a few rows longer than a multiple of sample_size (the worker observes episode ends
+        # at once) gives no tiny minibatch with its own advantage statistics.
+        per_epoch = max(1, int(count / self.update_spec["sample_size"] + 0.5))
         steps = self.update_spec["num_iterations"] or per_epoch * self.update_spec["num_epochs"]
         clip_ratio = self.clip_ratio.value_at(time_percentage)
         loss_per_item = np.full(count, np.nan, np.float32)
@@ -76,8 +79,8 @@ class PPOAgent(PolicyGradientAgent):
         order = None
         for step in range(steps):
             if step % per_epoch == 0:
-                order = self.rng.permutation(count)
-            indices = order[(step % per_epoch) * size:(step % per_epoch + 1) * size]
+                order = np.array_split(self.rng.permutation(count), per_epoch)
+            indices = order[step % per_epoch]
             loss, per_item, policy_loss, value_loss, entropy = self._step(row_subset(batch, indices), time_percentage,
                                                                           clip_ratio)
             if step < per_epoch:

@@ -71,6 +71,7 @@ class Policy(Component):
         get_action_and_log_prob: (actions, log_probs) (nested).
         get_log_prob(nn_inputs, actions): log p(actions) (nested; per element for FloatBox leaves).
         get_entropy: Entropies (nested).
+        get_log_prob_and_entropy(nn_inputs, actions): (log_probs, entropies), one network pass.
         get_kl_divergence(nn_inputs, other_parameters): KL(pi || q) per leaf (nested).
         get_logits_probabilities_log_probs: (logits, probabilities, log_probs), each nested
             (None for the probabilities of FloatBox leaves).
@@ -236,6 +237,16 @@ class Policy(Component):
     def get_entropy(self, nn_inputs, internal_states=None):
         """The entropies of the action distributions, nested."""
         return self._nest(self._map_distributions("entropy", nn_inputs, internal_states))
+
+    @rlgraph_api(must_be_complete=False)
+    def get_log_prob_and_entropy(self, nn_inputs, actions, internal_states=None):
+        """(log pi(actions | nn_inputs), entropies), both nested, from one pass of the network (a
+        policy-gradient loss needs both: calling `get_log_prob` and `get_entropy` runs it twice)."""
+        parameters = self._flat_parameters(nn_inputs, internal_states)
+        log_probs = OrderedDict((k, d.log_prob(parameters[k], leaf_of(actions, k)))
+                                for k, d in self.distributions.items())
+        entropies = OrderedDict((k, d.entropy(parameters[k])) for k, d in self.distributions.items())
+        return self._nest(log_probs), self._nest(entropies)
 
     @rlgraph_api(must_be_complete=False)
     def get_kl_divergence(self, nn_inputs, other_parameters, internal_states=None):
