@@ -1,50 +1,18 @@
 """Smoke test of the `dqn-sb3` benchmark: a --quick run per backend, checked for structure and sanity."""
-import importlib.util
 import json
-import sys
 
-import pytest
+from sb3_peer_helpers import check_missing_sb3, check_rows, check_summary, needs_sb3, quick_run
 
-from rlgraph.benchmarks import BENCHMARKS, run_benchmark
 from rlgraph.benchmarks import dqn_vs_sb3
-from rlgraph.environments.env_utils import RLGraphMissingDependencyError
-
-needs_sb3 = pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None,
-                               reason="needs stable-baselines3 (the '.[bench]' or '.[test]' extras)")
-
-
-@pytest.fixture
-def restore_torch_threads():
-    import torch
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
 
 
 @needs_sb3
-def test_quick_run_writes_per_seed_rows_and_a_consistent_summary(backend, tmp_path, restore_torch_threads):
-    out = tmp_path / "r.json"
-    result = run_benchmark("dqn-sb3", ["--quick", "--backends", backend, "--out", str(out)])
-    written = json.loads(out.read_text())
-    assert {"benchmark", "steps", "seeds", "threads", "flush_denormal", "hyperparameters", "runs", "summary",
-            "environment"} <= set(written)
-    assert written["summary"] == result["summary"]  # JSON keeps floats exactly.
-    mine, peer = f"rlgraph-{backend}", "sb3"
-
-    # One row per library and seed; --quick is one seed of 600 steps with updates from step 100.
-    assert [(r["library"], r["seed"]) for r in written["runs"]] == [(mine, 1), (peer, 1)]
-    for row in written["runs"]:
-        assert row["env_steps"] >= 600
-        assert row["wall_s"] > 0 and row["steps_per_s"] > 0
-        assert row["steps_per_s"] == pytest.approx(row["env_steps"] / row["wall_s"])
-        assert row["num_updates"] > 0
-        assert row["final_return"] >= 1.0  # Every CartPole episode earns at least one reward.
-
-    summary = written["summary"]
-    assert set(summary) == {mine, peer}
-    assert summary[mine]["ratio_vs_sb3"] == pytest.approx(summary[mine]["steps_per_s"] / summary[peer]["steps_per_s"])
-    assert summary[mine]["target_ratio"] == dqn_vs_sb3.TARGET_RATIOS[backend]
-    assert summary[mine]["meets_target"] == (summary[mine]["ratio_vs_sb3"] >= summary[mine]["target_ratio"])
+def test_quick_run_writes_per_seed_rows_and_a_consistent_summary(backend, tmp_path):
+    _, written = quick_run("dqn-sb3", backend, tmp_path)
+    # --quick is one seed of 600 steps with updates from step 100.
+    rows = check_rows(written, backend, min_steps=600)
+    assert all(row["final_return"] >= 1.0 for row in rows.values())  # Every CartPole episode earns >= 1.
+    check_summary(written, backend, dqn_vs_sb3.TARGET_RATIOS)
 
 
 def test_rlgraph_config_matches_the_sb3_settings():
@@ -64,9 +32,4 @@ def test_rlgraph_config_matches_the_sb3_settings():
 
 
 def test_missing_sb3_names_the_bench_extra(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # Makes `import stable_baselines3` fail.
-    with pytest.raises(RLGraphMissingDependencyError, match=r'\.\[bench\]') as info:
-        dqn_vs_sb3.main(["--quick", "--out", str(tmp_path / "r.json")])
-    assert info.value.package == "stable-baselines3"
-    assert not (tmp_path / "r.json").exists()
-    assert "dqn-sb3" in BENCHMARKS
+    check_missing_sb3(dqn_vs_sb3, "dqn-sb3", monkeypatch, tmp_path)

@@ -10,7 +10,8 @@ What is timed is the training loop only: env steps, acting, observing and update
 `SingleThreadedWorker.execute_timesteps(N)`; SB3: `model.learn(total_timesteps=N)`. Building
 the agent/model happens before the clock starts. For each seed both libraries run back to back,
 the order alternating from seed to seed, so that a slow phase of a shared machine hits both.
-After training, each policy plays greedy episodes on a separately seeded env.
+After training, each policy plays greedy episodes on a separately seeded env. The run loop,
+the timing, the evaluation and the tables are shared with ppo-sb3 and sac-sb3 (`sb3_peer`).
 
 Steps/s counts the env steps each side actually ran: SB3 collects whole `train_freq` rollouts
 and so may overshoot N by up to train_freq - 1 steps (and, counting rounds from step 0 rather
@@ -28,23 +29,17 @@ library with its own default; `on` or `off` sets it the same for both.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
+import functools
 import os
-import statistics
-import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-import numpy as np
-
-from rlgraph.benchmarks.common import format_table, make_parser, write_results
-from rlgraph.environments.env_utils import import_optional
+from rlgraph.benchmarks import sb3_peer
 
 NAME = "dqn-sb3"
 ENV_ID = "CartPole-v1"
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "configs", "dqn_cartpole.json")
-INSTALL_HINT = 'install the benchmark extras: `pip install -c constraints.txt -e ".[bench]"`.'
 
 # rl-zoo's CartPole-v1 DQN (https://github.com/DLR-RM/rl-baselines3-zoo, hyperparams/dqn.yml).
 # Intervals count env steps.
@@ -69,7 +64,6 @@ QUICK = {"steps": 600, "learning_starts": 100, "train_freq": 64, "gradient_steps
          "eval_episodes": 2}
 # The issue's targets: rlgraph's env steps/s over SB3's.
 TARGET_RATIOS = {"pytorch": 1.5, "tf": 1.0}
-SB3 = "sb3"
 
 
 def rlgraph_config(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: int, threads: int) -> dict:
@@ -108,79 +102,19 @@ def rlgraph_config(base: dict, hp: Dict[str, Any], backend: str, steps: int, see
     return config
 
 
-def greedy_return(act: Callable[[np.ndarray], Any], seed: int, episodes: int) -> float:
-    """Mean return of `episodes` episodes of CartPole played by `act(observation) -> action`.
-
-    The same loop and env for both libraries: a fresh gymnasium env, reset with `seed` once.
-    """
-    import gymnasium as gym
-    env = gym.make(ENV_ID)
-    returns = []
-    obs, _ = env.reset(seed=seed)
-    for _ in range(episodes):
-        total, done = 0.0, False
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(int(act(obs)))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-        obs, _ = env.reset()
-    env.close()
-    return float(np.mean(returns))
-
-
-@contextlib.contextmanager
-def torch_state(threads: int, flush_denormal: bool):
-    """Sets torch's thread count and this thread's flush-to-zero flag for one run; restores both
-    afterwards, so that no run (and nothing after the benchmark) inherits another's."""
-    import torch
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    torch.set_flush_denormal(flush_denormal)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-        torch.set_num_threads(previous)
-
-
 def run_rlgraph(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: int, threads: int,
                 eval_episodes: int, flush_denormal: bool = True) -> Dict[str, Any]:
     """Builds rlgraph's DQN (untimed), times `execute_timesteps(steps)`, then evaluates greedily."""
-    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    from rlgraph.execution.training import make_agent_and_env, resolve_config
     config = rlgraph_config(base, hp, backend, steps, seed, threads)
     # rlgraph's executor switches flush-to-zero on for each API call when this is True.
     config["execution_spec"]["torch_flush_denormal"] = flush_denormal
-    config = resolve_config(config)
-    with torch_state(threads, False):
-        agent, env_spec = make_agent_and_env(config)
-        worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=seed)
-        try:
-            wall, cpu = time.perf_counter(), time.process_time()
-            stats = worker.execute_timesteps(steps)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            final = greedy_return(lambda obs: agent.get_action(obs, use_exploration=False), seed + 10_000,
-                                  eval_episodes)
-        finally:
-            worker.terminate()
-    env_steps = int(stats["timesteps_executed"])
-    row = _row(f"rlgraph-{backend}", seed, wall, cpu, env_steps, agent.num_updates, final)
-    row.update(act_s=stats["act_time"], env_s=stats["env_time"], update_s=stats["update_time"])
-    agent.terminate()
-    return row
+    return sb3_peer.run_rlgraph(config, ENV_ID, steps, seed, threads, eval_episodes, to_env_action=int)
 
 
 def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episodes: int,
             flush_denormal: bool = False) -> Dict[str, Any]:
     """Builds SB3's DQN (untimed), times `model.learn(steps)`, then evaluates greedily."""
-    sb3 = import_optional("stable_baselines3", package="stable-baselines3", where=f"benchmark {NAME}",
-                          hint=INSTALL_HINT)
-    with torch_state(threads, flush_denormal):
-        return _train_sb3(sb3, hp, steps, seed, eval_episodes)
-
-
-def _train_sb3(sb3: Any, hp: Dict[str, Any], steps: int, seed: int, eval_episodes: int) -> Dict[str, Any]:
+    sb3 = sb3_peer.require_sb3(NAME)
     import gymnasium as gym
     model = sb3.DQN(
         "MlpPolicy", gym.make(ENV_ID), learning_rate=hp["learning_rate"], buffer_size=hp["buffer_size"],
@@ -191,93 +125,18 @@ def _train_sb3(sb3: Any, hp: Dict[str, Any], steps: int, seed: int, eval_episode
         max_grad_norm=hp["max_grad_norm"], seed=seed,
         policy_kwargs=dict(net_arch=list(hp["net_arch"]), optimizer_kwargs=dict(eps=hp["adam_epsilon"])),
         device="cpu", verbose=0)
-    wall, cpu = time.perf_counter(), time.process_time()
-    model.learn(total_timesteps=steps)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    final = greedy_return(lambda obs: model.predict(obs, deterministic=True)[0], seed + 10_000, eval_episodes)
-    model.get_env().close()
-    return _row(SB3, seed, wall, cpu, int(model.num_timesteps), int(model._n_updates), final)
-
-
-def _row(library: str, seed: int, wall: float, cpu: float, env_steps: int, updates: int, final: float) -> dict:
-    return {"library": library, "seed": seed, "wall_s": wall, "cpu_s": cpu, "env_steps": env_steps,
-            "steps_per_s": env_steps / wall, "num_updates": updates, "final_return": final}
-
-
-def summarize(rows: List[dict], backends: List[str]) -> Dict[str, dict]:
-    """Per library: mean steps/s and final return over the seeds; rlgraph's ratio to SB3."""
-    summary = {}
-    for library in [f"rlgraph-{b}" for b in backends] + [SB3]:
-        mine = [r for r in rows if r["library"] == library]
-        summary[library] = {"steps_per_s": statistics.mean(r["steps_per_s"] for r in mine),
-                            "wall_s": statistics.mean(r["wall_s"] for r in mine),
-                            "final_return": statistics.mean(r["final_return"] for r in mine), "seeds": len(mine)}
-    for backend in backends:
-        entry = summary[f"rlgraph-{backend}"]
-        entry["ratio_vs_sb3"] = entry["steps_per_s"] / summary[SB3]["steps_per_s"]
-        entry["target_ratio"] = TARGET_RATIOS.get(backend)
-        entry["meets_target"] = entry["target_ratio"] is not None and entry["ratio_vs_sb3"] >= entry["target_ratio"]
-    return summary
+    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal, to_env_action=int)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
-    parser = make_parser(NAME, __doc__.split("\n\n")[0])
-    parser.add_argument("--backends", nargs="+", choices=["pytorch", "tf"], default=["pytorch"],
-                        help="rlgraph backends to run (default: %(default)s)")
-    parser.add_argument("--steps", type=int, default=50_000, help="env steps per run (default: %(default)s)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="seeds (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch/tf threads on both sides (default: 1)")
-    parser.add_argument("--flush-denormal", choices=["default", "on", "off"], default="default",
-                        help="torch flush-to-zero: 'default' = each library's own default (rlgraph on, SB3 "
-                             "off), 'on'/'off' = the same for both (default: %(default)s)")
-    parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes after training")
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help="rlgraph's base DQN config (default: %(default)s)")
-    args = parser.parse_args(argv)
-    # Fail before any run when the peer library is missing.
-    import_optional("stable_baselines3", package="stable-baselines3", where=f"benchmark {NAME}", hint=INSTALL_HINT)
+    def config_argument(parser):
+        parser.add_argument("--config", default=DEFAULT_CONFIG, help="rlgraph's base DQN config (default: %(default)s)")
+
+    args, hp = sb3_peer.parse_args(NAME, __doc__, argv, steps=50_000, hyperparameters=HYPERPARAMETERS, quick=QUICK,
+                                   add_arguments=config_argument)
     from rlgraph.utils.specifiable import load_spec_file
-
-    hp = dict(HYPERPARAMETERS)
-    steps, seeds, eval_episodes = args.steps, list(args.seeds), args.eval_episodes
-    if args.quick:
-        hp.update({k: QUICK[k] for k in ("learning_starts", "train_freq", "gradient_steps")})
-        steps, seeds, eval_episodes = QUICK["steps"], QUICK["seeds"], QUICK["eval_episodes"]
-    backends = list(dict.fromkeys(args.backends))
     base = load_spec_file(args.config)
-
-    rows: List[dict] = []
-    for index, seed in enumerate(seeds):
-        contenders = [f"rlgraph-{b}" for b in backends] + [SB3]
-        if index % 2:
-            contenders.reverse()
-        for order, library in enumerate(contenders):
-            if library == SB3:
-                row = run_sb3(hp, steps, seed, args.threads, eval_episodes, args.flush_denormal == "on")
-            else:
-                row = run_rlgraph(base, hp, library[len("rlgraph-"):], steps, seed, args.threads, eval_episodes,
-                                  args.flush_denormal != "off")
-            row["order"] = order
-            rows.append(row)
-            print(f"seed {seed} {library:<15} {row['wall_s']:7.1f} s  {row['steps_per_s']:7.1f} steps/s  "
-                  f"final return {row['final_return']:.1f}", flush=True)
-
-    summary = summarize(rows, backends)
-    print()
-    print(format_table(["library", "seed", "wall s", "env steps", "steps/s", "updates", "final return"],
-                       [[r["library"], r["seed"], r["wall_s"], r["env_steps"], r["steps_per_s"], r["num_updates"],
-                         r["final_return"]] for r in rows]))
-    print()
-    print(format_table(["library", "mean steps/s", "ratio vs SB3", "target", "mean final return"],
-                       [[lib, s["steps_per_s"], f"{s['ratio_vs_sb3']:.2f}x" if "ratio_vs_sb3" in s else "1.00x",
-                         f">= {s['target_ratio']}x" if s.get("target_ratio") else "-", s["final_return"]]
-                        for lib, s in summary.items()]))
-    result = {"benchmark": NAME, "env": ENV_ID, "steps": steps, "seeds": seeds, "threads": args.threads,
-              "flush_denormal": args.flush_denormal, "backends": backends, "eval_episodes": eval_episodes, "quick": args.quick, "hyperparameters": hp,
-              "runs": rows, "summary": summary}
-    path = write_results(result, args.out)
-    if path:
-        print(f"wrote {path}")
-    return result
+    return sb3_peer.compare(args, NAME, ENV_ID, hp, TARGET_RATIOS, functools.partial(run_rlgraph, base), run_sb3)
 
 
 if __name__ == "__main__":
