@@ -22,6 +22,8 @@ SCHEDULES = [
     (["constant", 0.7], Constant, [0.7] * 9),
     # 1.0 + (0.05 - 1.0) * t
     (["linear", 1.0, 0.05], LinearDecay, [1.0, 1.0, 0.905, 0.81, 0.7625, 0.525, 0.2875, 0.05, 0.05]),
+    # The original RLgraph's bare [from, to]: the same linear decay.
+    ([1.0, 0.05], LinearDecay, [1.0, 1.0, 0.905, 0.81, 0.7625, 0.525, 0.2875, 0.05, 0.05]),
     # progress p = (t - 0.2) / 0.4, value 1 - p
     ({"type": "linear-decay", "from": 1.0, "to": 0.0, "start_percentage": 0.2, "stop_percentage": 0.6},
      LinearDecay, [1.0, 1.0, 1.0, 1.0, 0.875, 0.25, 0.0, 0.0, 0.0]),
@@ -81,7 +83,7 @@ def test_schedule_specs_and_time_steps():
 
 @pytest.mark.parametrize("spec, text", [
     (["lineer", 1.0, 0.0], "did you mean"),
-    ([1.0, 0.0], "must start with a type name"),
+    ([1.0, 0.0, 0.5], "must start with a type name"),
     ([], "must start with a type name"),
     (["linear", 1.0, 0.0, 0.1, 0.5, 0.7], "too many values"),
     ({"type": "linear", "from": 1.0, "from_": 2.0}, "both given"),

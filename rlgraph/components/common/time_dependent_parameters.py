@@ -5,6 +5,7 @@ The family: `Constant`, `LinearDecay`, `PolynomialDecay` and `ExponentialDecay`,
 
     0.1                                  -> Constant(0.1)
     ["linear", 1.0, 0.05]                -> LinearDecay(from_=1.0, to_=0.05)
+    [1.0, 0.05]                          -> LinearDecay(from_=1.0, to_=0.05)  (the original RLgraph's form)
     ["polynomial", 1.0, 0.0, 2.0]        -> PolynomialDecay(from_=1.0, to_=0.0, power=2.0)
     ["exponential", 1.0, 0.01]           -> ExponentialDecay(from_=1.0, to_=0.01)
     {"type": "linear-decay", "from": 1.0, "to": 0.1}   ("from"/"to" alias "from_"/"to_")
@@ -164,9 +165,13 @@ class TimeDependentParameter(Component):
         if _is_number(spec):
             return Constant(value=float(spec), **kwargs)
         if isinstance(spec, (list, tuple)):
+            if len(spec) == 2 and all(_is_number(v) for v in spec):
+                # The original RLgraph's bare form [from, to]: a linear decay.
+                return super().from_spec(LinearDecay, **{"from_": spec[0], "to_": spec[1], **_rename(kwargs)})
             if not spec or not isinstance(spec[0], str):
                 raise RLGraphSpecError("a list spec must start with a type name", where=f"{cls.__name__}.from_spec",
-                                       expected='e.g. ["linear", 1.0, 0.05]', received=repr(spec))
+                                       expected='e.g. ["linear", 1.0, 0.05] (or [from, to]: linear)',
+                                       received=repr(spec))
             ctor = cls.resolve_type(spec[0])
             names = getattr(ctor, "short_form_args", ())
             if len(spec) - 1 > len(names):
