@@ -542,3 +542,16 @@ def test_bad_update_batches_are_refused(backend):
     assert agent.num_updates == 0 and agent.num_gradient_steps == 0
     for name, value in agent.graph_executor.get_weights().items():
         np.testing.assert_array_equal(value, w0[name])
+
+
+def test_target_network_keys_are_refused(backend):
+    with pytest.raises(RLGraphSpecError, match=r"PPOAgent\(update_spec\).*\['sync_tau'\].*no target network"):
+        _ppo(backend, update_spec={"batch_size": 10, "sync_tau": 0.5})
+
+
+def test_several_update_steps_per_round_learn_once_per_rollout(backend):
+    """update_spec.update_steps 3: the worker stops a round's updates once the rollout is learned."""
+    agent = _ppo(backend, state_space=ENV_STATES, action_space=ENV_ACTIONS,
+                 update_spec={"batch_size": 8, "update_steps": 3, "sample_size": 8, "num_epochs": 1})
+    stats = SingleThreadedWorker(agent, _env_spec(), num_environments=1, seed=5).execute_timesteps(20)
+    assert stats["num_updates"] == agent.num_updates == 2  # Rollouts of 8 of the 19 observed steps.

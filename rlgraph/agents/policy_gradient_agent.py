@@ -89,6 +89,11 @@ class PolicyGradientAgent(Agent):
                                    hint="give value_function_spec too, or leave the second optimizer out.")
         self.rollout_capacity = _rollout_capacity(memory_spec, owner)
         self.num_gradient_steps = 0
+        given = kwargs.get("update_spec")
+        unused = sorted(k for k in ("sync_interval", "sync_tau") if isinstance(given, dict) and k in given)
+        if unused:
+            raise RLGraphSpecError(f"update_spec {unused} do not apply: on-policy agents have no target network",
+                                   where=f"{owner}(update_spec)", received=unused, hint="remove the key(s).")
         super().__init__(discount=discount, **kwargs)
         if self.sample_episodes:
             self.update_spec["update_mode"] = "episodes"

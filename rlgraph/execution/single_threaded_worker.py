@@ -235,6 +235,8 @@ class SingleThreadedWorker:
             if not agent.ready_to_update():
                 continue  # A round that finds the agent without the data for an update is dropped.
             for _ in range(spec["update_steps"]):
+                if not agent.ready_to_update():
+                    break  # (An on-policy agent has learned from its whole rollout.)
                 out = agent.update()
                 losses.append(float(out[0] if isinstance(out, (tuple, list)) else out))
         return losses
