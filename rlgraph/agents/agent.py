@@ -453,12 +453,46 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """The global scope of the agent's (online) policy."""
         return self.root_component.policy.global_scope
 
-    def export_graph(self, filename: Optional[str] = None) -> str:
-        """Exports the root component for serving (TF: SavedModel; PyTorch: a pickled module)."""
+    def export_graph(self, filename: Optional[str] = None, format: Optional[str] = None) -> str:  # noqa: A002
+        """Exports the whole root component (TF: a SavedModel; PyTorch: only the legacy pickled
+        module, `format="pickled-module"`). To deploy a policy, use `export_policy`."""
         if filename is None:
             directory = self.saver_spec["directory"] or "."
             filename = os.path.join(directory, f"{self.name}-export")
-        return self._executor().export_graph(filename)
+        return self._executor().export_graph(filename, format)
+
+    def greedy_policy_graph(self, preprocessing: bool = True) -> Tuple[str, Any]:
+        """What `export_policy` exports: the root API method that computes the greedy actions (from
+        raw states if `preprocessing`, else from preprocessed ones) and a function that picks the
+        actions out of its outputs (it runs inside the backend's graph).
+
+        Raises:
+            RLGraphExportError: If the agent has no greedy acting API method.
+        """
+        if self.greedy_apis is None:
+            from rlgraph.utils.rlgraph_errors import RLGraphExportError
+            raise RLGraphExportError(f"{type(self).__name__} has no greedy acting API method to export",
+                                     where=f"{self.name}.export_policy")
+        return self.greedy_apis[bool(preprocessing)], _second
+
+    def export_policy(self, path: str, format: str = "torchscript", preprocessing: bool = True) -> str:  # noqa: A002
+        """Writes the greedy policy (preprocessing, network, action selection) as a file that runs
+        without rlgraph: "torchscript" (`torch.jit.load`), "onnx" (onnxruntime) or "savedmodel"
+        (`tf.saved_model.load`), from either backend. The export is loaded and checked against
+        `get_action(use_exploration=False)` before it is put in place (see
+        `rlgraph.agents.policy_export`).
+
+        Args:
+            path: The file (TorchScript, ONNX) or directory (SavedModel) to write.
+            format: "torchscript", "onnx" or "savedmodel".
+            preprocessing: False exports the policy on preprocessed states (required for a
+                preprocessor that keeps state between calls).
+
+        Returns:
+            The path written.
+        """
+        from rlgraph.agents.policy_export import export_policy
+        return export_policy(self, path, format, preprocessing)
 
     # --- Checkpoints ----------------------------------------------------------------------------
     def store_model(self, path: Optional[str] = None, add_timestep: bool = True,
@@ -569,3 +603,8 @@ def _as_float(value: Any, owner: str) -> float:
     except (TypeError, ValueError) as error:
         raise RLGraphSpecError("time_percentage must be a number", where=f"{owner}.get_action(time_percentage)",
                                expected="a float in [0, 1]", received=repr(value)[:80]) from error
+
+
+def _second(outputs: Any) -> Any:
+    """The actions of a greedy API method returning (preprocessed states, actions)."""
+    return outputs[1]

@@ -1,6 +1,7 @@
 """`IMPALAAgent`: importance-weighted actor-learner (V-trace) agent; `SingleIMPALAAgent` runs its actors in-process."""
 from __future__ import annotations
 
+import functools
 import logging
 from collections import namedtuple
 from typing import Any, Dict, List, Optional
@@ -221,6 +222,24 @@ class IMPALAAgent(Agent):
         result["actions"] = actions[""] if list(actions) == [""] else unflatten_op(actions)
         return result
 
+    def greedy_policy_graph(self, preprocessing: bool = True) -> Any:
+        """The export's greedy policy: the "act" API method's logits, arg-maxed per action leaf in the
+        backend's graph (what `get_action(use_exploration=False)` does in numpy).
+
+        Raises:
+            RLGraphExportError: For a network with extras (a recurrent layer, or the previous action
+                or reward fed back): an exported function cannot carry them between calls.
+        """
+        if self.root_component.needs_extras:
+            from rlgraph.utils.rlgraph_errors import RLGraphExportError
+            raise RLGraphExportError("the policy carries internal states or the previous action/reward between "
+                                     "calls, which an exported greedy function does not take",
+                                     where=f"{self.name}.export_policy",
+                                     hint="export a policy without a recurrent layer and without "
+                                          "feed_previous_action/reward_through_nn.")
+        dtypes = {key: np.dtype(leaf.dtype) for key, leaf in self.action_space.flatten().items()}
+        return ("act" if preprocessing else "act_preprocessed"), functools.partial(_greedy_from_logits, dtypes=dtypes)
+
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
                    apply_preprocessing: bool = True, extra_returns: Any = None,
                    time_percentage: Optional[float] = None) -> Any:
@@ -384,3 +403,22 @@ def _sample_categorical(probs: np.ndarray, rng: np.random.RandomState) -> np.nda
     cdf = np.cumsum(probs, axis=-1)
     u = rng.random_sample(probs.shape[:-1] + (1,)) * cdf[..., -1:]
     return np.minimum((u >= cdf).sum(axis=-1), probs.shape[-1] - 1)
+
+
+def _greedy_from_logits(outputs: Any, dtypes: Dict[str, Any]) -> Any:
+    """The most likely action per leaf from an "act" API method's outputs, in the backend's graph."""
+    from rlgraph.backend_system import get_backend
+    from rlgraph.components.distributions._backend_maths import backend_maths
+    maths = backend_maths()
+    actions = {}
+    for key, logits in flatten_op(outputs[1]).items():
+        action = maths.argmax_last(logits)
+        if dtypes[key] != np.int32:
+            if get_backend() == "tf":
+                import tensorflow as tf
+                action = tf.cast(action, dtypes[key].name)
+            else:
+                import torch
+                action = action.to(getattr(torch, dtypes[key].name))
+        actions[key] = action
+    return actions[""] if list(actions) == [""] else unflatten_op(actions)

@@ -1,4 +1,4 @@
-"""`rlgraph` command: `info`, `train`, `evaluate`, `visualize` and `benchmark`.
+"""`rlgraph` command: `info`, `train`, `evaluate`, `export`, `visualize` and `benchmark`.
 
 `rlgraph benchmark list` lists the benchmarks (`rlgraph.benchmarks.BENCHMARKS`);
 `rlgraph benchmark NAME [options]` runs one, passing the options on (`--help` shows them).
@@ -23,6 +23,8 @@ from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError
 EXIT_UNAVAILABLE = 3
 # Seeds go to numpy's RandomState (the range of execution_spec.seed), the backends and the environments.
 MAX_SEED = 2 ** 32 - 1
+# `rlgraph export`: format -> the default output's suffix (after "<checkpoint>-policy").
+EXPORT_SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx", "savedmodel": "-savedmodel"}
 # What `rlgraph visualize` writes: SVG (drawn by rlgraph itself) or Graphviz DOT text.
 VISUALIZE_FORMATS = (".svg", ".dot")
 
@@ -49,6 +51,19 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=int, default=10, help="number of greedy episodes")
     evaluate.add_argument("--env", help="environment id (default: the one it was trained on)")
     evaluate.add_argument("--seed", type=int, default=0, help="environment seed")
+    export = commands.add_parser(
+        "export", help="export a saved agent's greedy policy to run without rlgraph",
+        description="Writes the greedy policy (preprocessing, network, action selection) of a `rlgraph train` "
+                    "checkpoint as TorchScript (torch.jit.load), ONNX (onnxruntime) or a TF SavedModel "
+                    "(tf.saved_model.load), from either backend; the file is checked against the agent's actions "
+                    "before it is put in place.")
+    export.add_argument("checkpoint", help="a checkpoint directory written by `rlgraph train`")
+    export.add_argument("--format", choices=list(EXPORT_SUFFIXES), default="torchscript",
+                        help="export format (default: torchscript)")
+    export.add_argument("--out", help="file (directory for savedmodel) to write (default: next to the checkpoint, "
+                                      "<checkpoint>-policy.pt, -policy.onnx or -policy-savedmodel)")
+    export.add_argument("--no-preprocessing", action="store_true",
+                        help="export the policy on preprocessed states (needed for stateful preprocessors)")
     visualize = commands.add_parser("visualize", help="render an agent's component graph")
     visualize.add_argument("config")
     visualize.add_argument("--env", help="environment id (default: from the config)")
@@ -97,20 +112,26 @@ def _train(args) -> int:
     return 0
 
 
-def _evaluate(args) -> int:
-    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
+    """(agent with the checkpoint's variables, env spec, resolved config) of a `rlgraph train` checkpoint."""
     from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
     from rlgraph.utils.checkpoint_dir import verify_checkpoint
     # The whole checkpoint is verified against its manifest before its config is even read.
-    manifest = verify_checkpoint(args.checkpoint, None, "rlgraph evaluate")
-    config_file = os.path.join(args.checkpoint, "config.json")
+    manifest = verify_checkpoint(checkpoint, None, f"rlgraph {command}")
+    config_file = os.path.join(checkpoint, "config.json")
     if "config.json" not in manifest["files"]:
-        raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=args.checkpoint,
+        raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
-    config = resolve_config(config_file, env=args.env)
+    config = resolve_config(config_file, env=env)
     agent, env_spec = make_agent_and_env(config)  # (A distributed config: its learner's agent.)
     # A distributed run's checkpoint holds the learner's agent in learner/ (next to its replay shards).
-    agent.load_model(os.path.join(args.checkpoint, "learner") if is_distributed(config) else args.checkpoint)
+    agent.load_model(os.path.join(checkpoint, "learner") if is_distributed(config) else checkpoint)
+    return agent, env_spec, config
+
+
+def _evaluate(args) -> int:
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    agent, env_spec, config = _load_checkpoint(args.checkpoint, args.env, "evaluate")
     worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=args.seed)
     result = worker.evaluate(args.episodes, config["training_spec"]["max_timesteps_per_episode"])
     returns = result["episode_returns"]
@@ -118,6 +139,20 @@ def _evaluate(args) -> int:
           f"(min {np.min(returns):.2f}, max {np.max(returns):.2f}), mean length {result['mean_episode_length']:.1f}")
     worker.terminate()
     agent.terminate()
+    return 0
+
+
+def _export(args) -> int:
+    out = args.out or os.path.normpath(args.checkpoint) + "-policy" + EXPORT_SUFFIXES[args.format]
+    agent, _, _ = _load_checkpoint(args.checkpoint, None, "export")
+    try:
+        path = agent.export_policy(out, args.format, preprocessing=not args.no_preprocessing)
+    finally:
+        agent.terminate()
+    loaders = {"torchscript": "torch.jit.load(path)", "onnx": "onnxruntime.InferenceSession(path)",
+               "savedmodel": "tf.saved_model.load(path)"}
+    print(f"rlgraph export: wrote the greedy policy as {args.format} to {path} (checked against the agent's greedy "
+          f"actions); load it with {loaders[args.format]}, no rlgraph needed.")
     return 0
 
 
@@ -195,7 +230,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "info":
         return _info()
-    commands = {"train": _train, "evaluate": _evaluate, "visualize": _visualize, "benchmark": _benchmark}
+    commands = {"train": _train, "evaluate": _evaluate, "export": _export, "visualize": _visualize,
+                "benchmark": _benchmark}
     try:
         _check_options(args)
         return commands[args.command](args)

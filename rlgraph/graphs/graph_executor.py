@@ -309,8 +309,32 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         for name, record in records.items():
             self._assign(record.variable, values[name])
 
-    def export_graph(self, path: str) -> str:
-        """Exports the graph for serving without rlgraph's build (TF: SavedModel; PyTorch: a module)."""
+    #: The formats `export_graph` writes on this backend, and the one it writes when none is named.
+    graph_export_formats: tuple = ()
+    default_graph_export_format: Optional[str] = None
+
+    def export_graph(self, path: str, format: Optional[str] = None) -> str:  # noqa: A002 - the format's name
+        """Exports every root API method of the graph (TF: a SavedModel, loadable without rlgraph;
+        PyTorch: only the legacy format "pickled-module", a pickled `nn.Module` that needs rlgraph and
+        `torch.load(weights_only=False)` to load). An agent's greedy policy exports to files that
+        load without rlgraph on either backend: `Agent.export_policy`.
+
+        Raises:
+            RLGraphExportError: For a format this backend does not write (PyTorch: any but
+                "pickled-module", which must be asked for by name).
+        """
+        from rlgraph.utils.rlgraph_errors import RLGraphExportError
+        if format is None:
+            format = self.default_graph_export_format
+        if format not in self.graph_export_formats:
+            hint = None
+            if self.backend == "pytorch":
+                hint = ("a PyTorch graph exports only as the legacy pickled module (format='pickled-module': it "
+                        "needs rlgraph and torch.load(weights_only=False) to load); a policy exports to TorchScript, "
+                        "ONNX or a SavedModel with Agent.export_policy(path, format).")
+            raise RLGraphExportError(f"export_graph on {self.backend} writes the format(s) "
+                                     f"{list(self.graph_export_formats)}", where=f"{self._where()}.export_graph",
+                                     received=repr(format), hint=hint)
         return self._export(path)
 
     def terminate(self) -> None:

@@ -19,8 +19,9 @@ _SUBNORMAL, _ONE = 5e-324, 1.0  # (Module globals, so the product is not folded 
 class PyTorchExecutor(GraphExecutor):
     """Runs root API methods by replaying their call plans (the graph-function calls the build
     traced, see `rlgraph/graphs/plans.py`); methods declared `no_grad=True` run under
-    `torch.no_grad()`. `store_model` writes a dict of tensors (`torch.save`), `export_graph` a
-    pickled `torch.nn.Module` that calls the root's API methods by name.
+    `torch.no_grad()`. `store_model` writes a dict of tensors (`torch.save`); `export_graph` writes
+    only the legacy format "pickled-module" (asked for by name): a pickled `torch.nn.Module` that
+    calls the root's API methods by name (policies export with `Agent.export_policy`).
 
     On glibc (Linux), creating one raises the process's malloc thresholds (see
     `keep_freed_heap_memory`), so that the heap memory of an update's temporaries is reused by
@@ -28,6 +29,7 @@ class PyTorchExecutor(GraphExecutor):
     """
 
     backend = "pytorch"
+    graph_export_formats = ("pickled-module",)
 
     def _configure_backend(self) -> None:
         import torch

@@ -35,6 +35,8 @@ class TensorFlowExecutor(GraphExecutor):
     `tf.Module`: `store_model` writes a `tf.train.Checkpoint`, `export_graph` a SavedModel."""
 
     backend = "tf"
+    graph_export_formats = ("savedmodel",)
+    default_graph_export_format = "savedmodel"
 
     def _configure_backend(self) -> None:
         import tensorflow as tf

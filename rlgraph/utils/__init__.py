@@ -1,6 +1,7 @@
 """Utilities: specs, errors, nesting, dtype helpers and numpy reference maths. No backend imports."""
 from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphBuildError, RLGraphCheckpointError,
                                           RLGraphDistributedError, RLGraphEnvError, RLGraphError,
+                                          RLGraphExportError,
                                           RLGraphInputIncompleteError,
                                           RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphSpaceError,
                                           RLGraphSpecError)
@@ -9,5 +10,6 @@ from rlgraph.utils.util import convert_dtype, force_list, force_tuple
 
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
-           "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphNonFiniteError",
+           "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphExportError",
+           "RLGraphNonFiniteError",
            "Specifiable", "convert_dtype", "force_list", "force_tuple"]

@@ -242,6 +242,28 @@ def verify_checkpoint(path: str, kind: Optional[str], where: str) -> Dict[str, A
     return manifest
 
 
+def fsync_tree(path: str, files: bool = True) -> None:
+    """Syncs a file, or a directory with (if `files`) every file and directory below it, to disk."""
+    if not os.path.isdir(path):
+        _fsync_file(path)
+        return
+    for directory, _, names in os.walk(path):
+        if files:
+            for name in names:
+                full = os.path.join(directory, name)
+                if os.path.isfile(full) and not os.path.islink(full):
+                    _fsync_file(full)
+        _fsync_dir(directory)
+        if not files:
+            break
+
+
+def replace_directory(new: str, old: str) -> None:
+    """Puts directory `new` in place of directory `old` in one atomic step where the system can
+    (Linux `renameat2` exchange); `new` then holds the old contents, which the caller removes."""
+    _exchange(new, old)
+
+
 def _fsync_file(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

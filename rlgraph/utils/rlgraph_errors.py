@@ -136,6 +136,11 @@ class RLGraphCheckpointError(RLGraphError):
     """A checkpoint or exported model cannot be written, read, or does not fit the graph."""
 
 
+class RLGraphExportError(RLGraphError):
+    """A policy cannot be exported (an unknown format, a policy the format cannot express, a
+    missing exporter package), or the exported file does not reproduce the agent's actions."""
+
+
 class RLGraphDistributedError(RLGraphError):
     """A distributed run cannot go on: Ray is missing or unreachable, an actor cannot start, the
     actors ask for more resources than the cluster has, or actors died more often than
