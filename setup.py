@@ -7,6 +7,13 @@ here = os.path.abspath(os.path.dirname(__file__))
 with open(os.path.join(here, "README.md"), encoding="utf-8") as handle:
     long_description = handle.read()
 
+# The documentation site (mkdocs.yml): `mkdocs build --strict`, `mkdocs serve`.
+DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings>=1.0", "mkdocstrings-python>=2.0",
+        "mkdocs-gen-files>=0.5", "mkdocs-literate-nav>=0.6", "mkdocs-section-index>=0.3.9"]
+
+# Policy export to ONNX (TorchScript and SavedModel need only the backends).
+EXPORT = ["onnx>=1.16", "onnxscript>=0.3", "onnxruntime>=1.18"]
+
 extras = {
     "tf": ["tensorflow-cpu>=2.16,<3"],
     "torch": ["torch>=2.1"],
@@ -19,10 +26,15 @@ extras = {
     "bench": ["stable-baselines3>=2.3", "pyinstrument>=4.6",
               "ray>=2.9,<3", "pandas>=2.0", "pyarrow>=14", "pydantic>=2.5,<3", "tensorboardX>=2.6",
               "lz4>=4.0", "ormsgpack>=1.7"],
-    # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test and
-    # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1).
+    "docs": DOCS,
+    # `Agent.export_policy(path, "onnx")` / `rlgraph export --format onnx`: torch's ONNX exporter (onnx,
+    # onnxscript) and onnxruntime, which checks every export before it is put in place.
+    "export": EXPORT,
+    # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test,
+    # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1) and the
+    # strict build of the documentation site (tests/test_docs_site.py).
     "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8",
-             "stable-baselines3>=2.3", "ray>=2.9,<3"],
+             "stable-baselines3>=2.3", "ray>=2.9,<3"] + DOCS + EXPORT,
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 

@@ -4,7 +4,7 @@ The config's networks (256 x 256) and batch (256) become 64 x 64 and 128, which 
 env step on Pendulum and take a third of the compute. The seeds run in parallel spawn processes
 with one backend thread each (`test_learning._run_seeds`). Measured on the 2-core machine (PyTorch):
 seeds 1 to 6 passed -300 after 4000 or 5000 env steps; ~32 s per seed on a quiet machine, up to
-~100 s when other jobs load it. The full config's figures over 20k steps: docs/agents.md ("DDPG").
+~100 s when other jobs load it. The full config's figures over 20k steps: docs/agents/ddpg.md.
 """
 import pytest
 

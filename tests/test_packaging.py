@@ -37,7 +37,47 @@ def test_setup_declares_the_extras():
     extras = next(node.value for node in ast.walk(tree)
                   if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "extras")
     keys = {key.value for key in extras.keys}
-    assert {"tf", "torch", "ray", "atari", "test"} <= keys
+    assert {"tf", "torch", "ray", "atari", "test", "docs", "export"} <= keys
+
+
+def _extras() -> dict:
+    """setup.py's extras_require, from running it with setuptools.setup stubbed out."""
+    import runpy
+    from unittest import mock
+
+    import setuptools
+    captured = {}
+    with mock.patch.object(setuptools, "setup", lambda **kwargs: captured.update(kwargs)):
+        runpy.run_path(str(ROOT / "setup.py"))
+    return captured["extras_require"]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_docs_extra_is_tested_and_pinned():
+    """The site's packages: the docs extra, also in the test extra (CI builds the site), all pinned."""
+    extras = _extras()
+    docs = {_name(req) for req in extras["docs"]}
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings-python", "mkdocs-gen-files", "mkdocs-literate-nav",
+            "mkdocs-section-index"} <= docs
+    assert set(extras["docs"]) <= set(extras["test"]) and set(extras["docs"]) <= set(extras["all"])
+    pins = {_name(line.split("==")[0]) for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if "==" in line and not line.startswith("#")}
+    assert docs | {"griffelib", "mkdocs-autorefs", "pymdown-extensions", "markdown"} <= pins
+
+
+def test_export_extra_is_tested_and_pinned():
+    """ONNX export's packages: the export extra, also in the test extra (the suite loads every
+    format), all pinned."""
+    extras = _extras()
+    export = {_name(req) for req in extras["export"]}
+    assert export == {"onnx", "onnxscript", "onnxruntime"}
+    assert set(extras["export"]) <= set(extras["test"]) and set(extras["export"]) <= set(extras["all"])
+    pins = {_name(line.split("==")[0]) for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if "==" in line and not line.startswith("#")}
+    assert export | {"onnx-ir"} <= pins
 
 
 def test_layout():

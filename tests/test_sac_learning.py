@@ -3,7 +3,7 @@
 Two seeds run in parallel worker processes (one per core, one backend thread each), as in
 tests/test_learning.py; each prints the step at which the greedy evaluation (5 episodes) first
 reached the target and its wall time. The full 20k-step figures (3 PyTorch seeds, one TF seed)
-are in docs/agents.md.
+are in docs/agents/sac.md.
 """
 import pytest
 

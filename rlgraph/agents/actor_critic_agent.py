@@ -22,10 +22,11 @@ class ActorCriticAgent(PolicyGradientAgent):
 
     Args:
         weight_pg: Weight of the policy-gradient term (default 1).
-        weight_vf: Weight of the value term (default 0.5).
         weight_entropy: Weight of the entropy bonus, a number or a schedule (default 0.01).
         gae_lambda: Default 1.0.
-        **kwargs: `PolicyGradientAgent` and `Agent` arguments.
+        name: The agent's name.
+        **kwargs: `PolicyGradientAgent` and `Agent` arguments, e.g. `weight_vf`: weight of the value
+            term (default 0.5).
     """
 
     update_spec_defaults = {"batch_size": 80, "update_interval": 1}

@@ -61,8 +61,9 @@ class DDPGAgent(Agent):
             `value_function_optimizer_spec` is an alias. `optimizer_spec` is the actor's (default
             Adam, 1e-4).
         value_function_optimizer_spec: Alias of `critic_optimizer_spec`.
-        actor_learning_rate, critic_learning_rate: vinci's learning rates (of the optimizer specs,
-            or of Adam without one).
+        actor_learning_rate: vinci's learning rate of the actor (of its optimizer spec, or of Adam
+            without one).
+        critic_learning_rate: vinci's learning rate of the critic, likewise.
         critic_regularization: c >= 0: the critic loss adds c * sum of the squares of all
             trainable critic variables (kernels and biases). vinci's default is 0.01; here 0.
         critic_gradient_clip: delta > 0 (vinci's default: 100) of a Huber loss on the TD error
@@ -71,14 +72,16 @@ class DDPGAgent(Agent):
             [-delta, delta] (what vinci describes). The gradient norm is not clipped (for that,
             give the optimizer spec "clip_grad_norm").
             None (default): 0.5 td^2.
-        target_actor_update, target_critic_update: tau in (0, 1] of the soft target updates
-            (default: update_spec.sync_tau if given, else 0.005).
-        warmup_actor_steps, warmup_critic_steps: The actor (critic) is not updated before the
-            agent has observed this many env steps (`timesteps`); default 0 (vinci: 200).
+        target_actor_update: tau in (0, 1] of the actor's soft target updates (default:
+            update_spec.sync_tau if given, else 0.005).
+        target_critic_update: The same for the critic.
+        warmup_actor_steps: The actor is not updated before the agent has observed this many env
+            steps (`timesteps`); default 0 (vinci: 200).
+        warmup_critic_steps: The same for the critic.
         invert_gradients: Invert the action gradient near the bounds (Hausknecht & Stone 2016,
             https://arxiv.org/abs/1511.04143; see `DDPGCore`).
-        gradient_inverter_min, gradient_inverter_max: The bounds p_min, p_max of the inverting
-            (default: the action space's bounds).
+        gradient_inverter_min: The bound p_min of the inverting (default: the action space's low).
+        gradient_inverter_max: The bound p_max of the inverting (default: the action space's high).
         squash_actions: tanh-scale the actor's output onto the bounds (True); False: the actor
             is linear and its actions are clipped for acting (the paper of `invert_gradients`
             uses that).

@@ -55,14 +55,17 @@ class DDPGCore(AgentCore):
         preprocessing_spec: Preprocessor specs of the `PreprocessorStack`.
         exploration: The `Exploration` with a noise (one FloatBox action).
         memory: An in-graph `ReplayMemory`.
-        actor_optimizer, critic_optimizer: The optimizers (distinct scopes).
+        actor_optimizer: The actor's optimizer (its scope distinct from the critic's).
+        critic_optimizer: The critic's optimizer.
         discount: gamma.
-        actor_tau, critic_tau: The soft target update rates in (0, 1].
+        actor_tau: The actor's soft target update rate in (0, 1].
+        critic_tau: The critic's soft target update rate in (0, 1].
         critic_regularization: c_reg >= 0 (L2 on all trainable critic variables).
         huber_delta: The Huber delta on td (None: 0.5 td^2).
         inverter_bounds: (p_min, p_max) arrays shaped like the action for gradient inverting, or
             None for none.
-        action_low, action_high: The action bounds (arrays shaped like the action).
+        action_low: The action's lower bound (an array shaped like the action).
+        action_high: The action's upper bound (an array shaped like the action).
         scope: The root's scope (the agent's name).
 
     API (all batched):

@@ -50,7 +50,9 @@ class IMPALAAgent(Agent):
         architecture: "small" or "large" (the paper's networks, for image states) when
             `network_spec` is not given.
         environment_spec: The environment the single agent's actors step.
-        weight_pg, weight_baseline, weight_entropy: Loss weights (see `IMPALALossFunction`).
+        weight_pg: Loss weight of the policy-gradient term (see `IMPALALossFunction`).
+        weight_baseline: Loss weight of the value term (see `IMPALALossFunction`).
+        weight_entropy: Loss weight of the entropy bonus (see `IMPALALossFunction`).
         worker_sample_size: Steps per rollout (T).
         dynamic_batching: Must be false: each actor batches its own environments' acting
             (`num_worker_environments`); a shared inference batcher is not provided.
@@ -63,8 +65,13 @@ class IMPALAAgent(Agent):
         reward_clipping: "clamp_one", "soft_asymmetric" or None (`IMPALALossFunction`).
         reproducible: The single agent's actors act exactly with the learner's previous weights
             (policy lag 1) and their rollouts are taken in a fixed order, so that a run repeats
-            exactly for a seed (see docs/agents.md).
+            exactly for a seed (see docs/agents/impala.md).
         role: "learner", "actor" or "single".
+        batch_apply: The original RLgraph's switch to fold the time rank into the batch rank before
+            the network; accepted and ignored (with a warning): the layers before the LSTM always
+            see [B*T, ...] rows here, and the LSTM unrolls over T.
+        memory_spec: The original RLgraph's earlier name of `fifo_queue_spec` (a "fifo-queue" spec;
+            give one of them).
         **kwargs: `Agent` arguments.
     """
 
@@ -77,11 +84,14 @@ class IMPALAAgent(Agent):
                  num_worker_environments: int = 1, feed_previous_action_through_nn: bool = False,
                  feed_previous_reward_through_nn: bool = False, visualize: bool = False,
                  reward_clipping: Optional[str] = "clamp_one", reproducible: bool = False, role: str = "learner",
-                 **kwargs):
+                 batch_apply: Optional[bool] = None, memory_spec: Optional[dict] = None, **kwargs):
         owner = type(self).__name__
         if role not in ROLES:
             raise RLGraphSpecError("unknown role", where=f"{owner}(role)", expected=list(ROLES), received=repr(role))
         self.role = role
+        fifo_queue_spec, notes = _original_impala_keys(fifo_queue_spec, batch_apply, memory_spec, owner)
+        # (Actors are copies of a learner's config: the learner has warned about its original keys.)
+        self.original_key_notes = None if role == "actor" else notes
         self.fifo_queue_spec = check_spec(fifo_queue_spec, FIFO_QUEUE_SPEC_DEFAULTS, "fifo_queue_spec", owner)
         self.fifo_queue_spec["capacity"] = check_positive_int(self.fifo_queue_spec["capacity"], "capacity",
                                                               f"{owner}(fifo_queue_spec)")
@@ -303,7 +313,7 @@ class IMPALAAgent(Agent):
     def observe(self, *args, **kwargs) -> None:
         raise RLGraphError("IMPALA learns from rollouts, not from single transitions", where=f"{self.name}.observe",
                            hint="use a single-impala agent (its actors collect rollouts) or pass rollouts to "
-                                "update(batch); see docs/agents.md.")
+                                "update(batch); see docs/agents/impala.md.")
 
     def _observe_graph(self, records: dict) -> None:
         self.observe()
@@ -361,6 +371,29 @@ class IMPALAAgent(Agent):
             self.actors.stop()
             self.actors = None
         super().terminate()
+
+
+def _original_impala_keys(fifo_queue_spec: Optional[dict], batch_apply: Optional[bool], memory_spec: Optional[dict],
+                          owner: str) -> tuple:
+    """(fifo_queue_spec, notes) after the original RLgraph's `batch_apply` and `memory_spec` keys."""
+    notes = []
+    if batch_apply is not None:
+        check_bool(batch_apply, "batch_apply", owner)
+        notes.append("batch_apply ignored (the layers before the LSTM always see the time rank folded into the "
+                     "batch rank, [B*T, ...])")
+    if memory_spec is not None:
+        type_ = memory_spec.get("type", "fifo-queue") if isinstance(memory_spec, dict) else None
+        if type_ is None or str(type_).lower().replace("_", "-") not in ("fifo-queue", "fifo"):
+            raise RLGraphSpecError("IMPALA's memory is a FIFO queue", where=f"{owner}(memory_spec)",
+                                   expected='{"type": "fifo-queue", "capacity": n} (or give fifo_queue_spec)',
+                                   received=repr(memory_spec))
+        if fifo_queue_spec is not None:
+            raise RLGraphSpecError("memory_spec and fifo_queue_spec both given", where=f"{owner}(memory_spec)",
+                                   hint="memory_spec is the original RLgraph's earlier name of fifo_queue_spec: "
+                                        "give one of them.")
+        fifo_queue_spec = {k: v for k, v in memory_spec.items() if k != "type"}
+        notes.append("memory_spec -> fifo_queue_spec")
+    return fifo_queue_spec, notes
 
 
 class SingleIMPALAAgent(IMPALAAgent):

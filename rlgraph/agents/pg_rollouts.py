@@ -64,9 +64,13 @@ def gae_advantages(rewards: np.ndarray, values: np.ndarray, next_values: np.ndar
     `rlgraph.utils.numpy.gae(r, v, bootstrap_value=v(s_T), d, gamma, lambda)`.
 
     Args:
-        rewards, values, next_values: [N] float arrays.
-        terminals, fragment_ends: [N] bools.
-        discount, gae_lambda: gamma and lambda.
+        rewards: [N] floats, r_t.
+        values: [N] floats, v(s_t).
+        next_values: [N] floats, v(s_{t+1}).
+        terminals: [N] bools, d_t.
+        fragment_ends: [N] bools, e_t.
+        discount: gamma.
+        gae_lambda: lambda.
 
     Returns:
         [N] float32 advantages.

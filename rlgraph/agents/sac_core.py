@@ -45,7 +45,8 @@ class SACCore(AgentCore):
         critics: One `SACCritic` per Q-function (two for twin Q), scoped "critic-0", "critic-1".
         preprocessing_spec: The preprocessor layer specs.
         memory: The in-graph replay memory.
-        actor_optimizer, critic_optimizer: Optimizer components.
+        actor_optimizer: The actor's optimizer component.
+        critic_optimizer: The critics' optimizer component.
         alpha_optimizer: The optimizer of log_alpha (None: alpha stays fixed).
         loss_function: The `SACLossFunction`.
         discrete: Whether the action space is one IntBox.

@@ -202,8 +202,10 @@ def compare(args: argparse.Namespace, name: str, env_id: str, hp: Dict[str, Any]
     writes the JSON. Per seed the libraries run back to back, the order reversed on every other seed.
 
     Args:
-        args, hp: From `parse_args`.
-        name, env_id: The benchmark's name and env (recorded in the results).
+        args: From `parse_args`.
+        hp: From `parse_args`.
+        name: The benchmark's name (recorded in the results).
+        env_id: The benchmark's env (recorded in the results).
         target_ratios: rlgraph's targeted steps/s over SB3's, per backend.
         run_rlgraph: run_rlgraph(hp, backend, steps, seed, threads, eval_episodes, flush_denormal) -> row.
         run_sb3: run_sb3(hp, steps, seed, threads, eval_episodes, flush_denormal) -> row.

@@ -14,7 +14,9 @@ class BoolBox(BoxSpace):
 
     Args:
         shape: The shape (default: a scalar).
-        **kwargs: `add_batch_rank`, `add_time_rank`, `time_major` (see `Space`).
+        add_batch_rank: See `Space`.
+        add_time_rank: See `Space`.
+        time_major: See `Space`.
 
     >>> BoolBox(shape=(3,)).zeros().tolist()
     [False, False, False]

@@ -22,7 +22,9 @@ class FloatBox(BoxSpace):
         high: Upper bound(s) (inclusive); None: +inf.
         shape: The shape; derived from array bounds if None.
         dtype: A float dtype (default float32).
-        **kwargs: `add_batch_rank`, `add_time_rank`, `time_major` (see `Space`).
+        add_batch_rank: See `Space`.
+        add_time_rank: See `Space`.
+        time_major: See `Space`.
 
     >>> FloatBox(-1.0, 1.0, shape=(2,)).flat_dim
     2

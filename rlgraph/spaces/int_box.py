@@ -22,7 +22,9 @@ class IntBox(BoxSpace):
         high: Upper bound(s) (exclusive). Given alone, low is 0.
         shape: The shape; derived from array bounds if None.
         dtype: An integer dtype (default int32).
-        **kwargs: `add_batch_rank`, `add_time_rank`, `time_major` (see `Space`).
+        add_batch_rank: See `Space`.
+        add_time_rank: See `Space`.
+        time_major: See `Space`.
 
     >>> IntBox(4).num_categories
     4

@@ -20,7 +20,9 @@ class TextBox(BoxSpace):
 
     Args:
         shape: The shape (default: one string).
-        **kwargs: `add_batch_rank`, `add_time_rank`, `time_major` (see `Space`).
+        add_batch_rank: See `Space`.
+        add_time_rank: See `Space`.
+        time_major: See `Space`.
 
     >>> TextBox().zeros() == ""
     True

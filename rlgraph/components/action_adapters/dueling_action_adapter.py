@@ -26,11 +26,12 @@ class DuelingActionAdapter(ActionAdapter):
         action_space: An IntBox(n) (any shape s).
         units_state_value_stream: Units of the hidden state-value layer.
         units_advantage_stream: Units of the hidden advantage layer.
-        weights_spec_state_value_stream, biases_spec_state_value_stream: Initializers of the hidden
-            state-value layer (also used for the V head).
+        weights_spec_state_value_stream: Initializer of the hidden state-value layer's kernel (also
+            used for the V head).
+        biases_spec_state_value_stream: Initializer of its bias (also used for the V head).
         activation_state_value_stream: Its activation (default "relu").
-        weights_spec_advantage_stream, biases_spec_advantage_stream: Initializers of the hidden
-            advantage layer.
+        weights_spec_advantage_stream: Initializer of the hidden advantage layer's kernel.
+        biases_spec_advantage_stream: Initializer of its bias.
         activation_advantage_stream: Its activation (default "relu").
         scope: Default "dueling-action-adapter".
         **kwargs: Further `ActionAdapter` arguments (`weights_spec`/`biases_spec` of the A head).

@@ -7,4 +7,4 @@ from rlgraph.components.layers.preprocessing import __all__ as _pre_all
 from rlgraph.components.layers.strings import *  # noqa: F401,F403
 from rlgraph.components.layers.strings import __all__ as _str_all
 
-__all__ = ["Layer"] + list(_nn_all) + list(_pre_all) + list(_str_all)
+__all__ = ["Layer"] + _nn_all + _pre_all + _str_all

@@ -3,4 +3,4 @@ from rlgraph.components.optimizers.local_optimizers import *  # noqa: F401,F403
 from rlgraph.components.optimizers.local_optimizers import __all__ as _local_all
 from rlgraph.components.optimizers.optimizer import Optimizer
 
-__all__ = ["Optimizer"] + list(_local_all)
+__all__ = ["Optimizer"] + _local_all

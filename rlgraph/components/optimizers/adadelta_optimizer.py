@@ -18,8 +18,8 @@ class AdadeltaOptimizer(LocalOptimizer):
         learning_rate: A number >= 0 or a time-dependent parameter spec.
         rho: Decay of the running averages, in [0, 1).
         epsilon: Inside both square roots (> 0: it sets the size of the first steps).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "adadelta-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     Raises:
         RLGraphSpecError: For hyper-parameters outside their ranges.

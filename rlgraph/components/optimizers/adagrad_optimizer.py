@@ -17,8 +17,8 @@ class AdagradOptimizer(LocalOptimizer):
         learning_rate: A number >= 0 or a time-dependent parameter spec.
         initial_accumulator_value: Start value of the accumulator (>= 0).
         epsilon: Added to sqrt(a_t) (>= 0; keep > 0 if the accumulator may start at 0).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "adagrad-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     Raises:
         RLGraphSpecError: For hyper-parameters outside their ranges.

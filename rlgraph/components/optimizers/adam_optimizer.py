@@ -23,8 +23,8 @@ class AdamOptimizer(LocalOptimizer):
         beta_1: Decay of the first moment, in [0, 1).
         beta_2: Decay of the second moment, in [0, 1).
         epsilon: Added to sqrt(v_hat) (>= 0).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "adam-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     Raises:
         RLGraphSpecError: For hyper-parameters outside their ranges.

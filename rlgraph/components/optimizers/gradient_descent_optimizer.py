@@ -13,8 +13,8 @@ class GradientDescentOptimizer(LocalOptimizer):
 
     Args:
         learning_rate: A number >= 0 or a time-dependent parameter spec.
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "gradient-descent-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     >>> import torch
     >>> from rlgraph.backend_system import backend_scope

@@ -20,8 +20,8 @@ class NadamOptimizer(AdamOptimizer):
         beta_1: Decay of the first moment, in [0, 1).
         beta_2: Decay of the second moment, in [0, 1).
         epsilon: Added to sqrt(v_hat) (>= 0).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "nadam-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     >>> import torch
     >>> from rlgraph.backend_system import backend_scope

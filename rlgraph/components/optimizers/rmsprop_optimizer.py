@@ -23,8 +23,8 @@ class RMSPropOptimizer(LocalOptimizer):
         epsilon: Added to the root of the denominator (>= 0).
         centered: Divide by the running standard deviation instead of the RMS.
         rho: Alias of `decay` (give one of them).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "rms-prop-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     Raises:
         RLGraphSpecError: For hyper-parameters outside their ranges, or `decay` and `rho` both given.

@@ -19,8 +19,8 @@ class SGDOptimizer(LocalOptimizer):
         learning_rate: A number >= 0 or a time-dependent parameter spec.
         momentum: In [0, 1).
         nesterov: Use Nesterov momentum (needs momentum > 0).
-        clip_grad_norm: Optional global-norm clipping (see `LocalOptimizer`).
         scope: Default "sgd-optimizer".
+        **kwargs: `LocalOptimizer` arguments, e.g. `clip_grad_norm` (optional global-norm clipping).
 
     Raises:
         RLGraphSpecError: For a momentum outside [0, 1) or nesterov without momentum.

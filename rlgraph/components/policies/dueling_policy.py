@@ -23,11 +23,16 @@ class DuelingPolicy(Policy):
         action_space: IntBox(n) or a Dict/Tuple of IntBoxes.
         units_state_value_stream: Units of each adapter's hidden state-value layer.
         units_advantage_stream: Units of each adapter's hidden advantage layer.
-        weights_spec_state_value_stream, biases_spec_state_value_stream, activation_state_value_stream,
-        weights_spec_advantage_stream, biases_spec_advantage_stream, activation_advantage_stream:
-            See `DuelingActionAdapter`.
+        weights_spec_state_value_stream: See `DuelingActionAdapter`.
+        biases_spec_state_value_stream: See `DuelingActionAdapter`.
+        activation_state_value_stream: See `DuelingActionAdapter`.
+        weights_spec_advantage_stream: See `DuelingActionAdapter`.
+        biases_spec_advantage_stream: See `DuelingActionAdapter`.
+        activation_advantage_stream: See `DuelingActionAdapter`.
         scope: Default "dueling-policy".
-        **kwargs: Further `Policy` arguments (`action_adapter_spec` goes to every adapter).
+        **kwargs: Further `Policy` arguments (`action_adapter_spec` goes to every adapter; its
+            `pre_network_spec`, the original RLgraph's advantage stream of one dense layer, sets the
+            advantage-stream arguments, see `advantage_stream_from_pre_network`).
 
     Raises:
         RLGraphSpaceError: If an action leaf is not an IntBox.
@@ -65,7 +70,9 @@ class DuelingPolicy(Policy):
     def _make_action_adapter(self, leaf: Space, index: int, parameterization: str) -> Component:
         # The adapter spec's own stream settings (the original RLgraph's configs put them there)
         # win over the policy's defaults; a "type" there may only name the dueling adapter.
-        spec = dict(self.action_adapter_spec)
+        spec = self._leaf_adapter_spec(index)
+        if "pre_network_spec" in spec:
+            spec.update(advantage_stream_from_pre_network(spec.pop("pre_network_spec"), type(self).__name__))
         type_ = spec.pop("type", None)
         if type_ is not None and Component.resolve_type(type_) is not DuelingActionAdapter:
             raise RLGraphSpecError("a dueling policy builds dueling action adapters",
@@ -79,3 +86,37 @@ class DuelingPolicy(Policy):
         """(state_values, advantages, q_values), each nested like the action space."""
         flat = self._map_adapters("get_dueling_output", nn_inputs, internal_states)
         return tuple(self._nest(OrderedDict((k, v[i]) for k, v in flat.items())) for i in range(3))
+
+
+# Keys of a dense-layer spec and the advantage-stream argument each one becomes.
+_ADVANTAGE_LAYER_KEYS = {"units": "units_advantage_stream", "activation": "activation_advantage_stream",
+                         "weights_spec": "weights_spec_advantage_stream",
+                         "biases_spec": "biases_spec_advantage_stream"}
+
+
+def advantage_stream_from_pre_network(pre_network_spec: Any, owner: str) -> dict:
+    """The advantage-stream arguments of a `DuelingActionAdapter` from the original RLgraph's
+    `action_adapter_spec.pre_network_spec` (the layers between the network and the advantage head).
+
+    The original's configs give one dense layer there, e.g. [{"type": "dense", "units": 256}]; its
+    activation defaults to linear, as the original's dense layers did.
+
+    Raises:
+        RLGraphSpecError: For anything but one dense layer (the adapter has one hidden advantage layer).
+    """
+    layers = [pre_network_spec] if isinstance(pre_network_spec, dict) else pre_network_spec
+    layer = layers[0] if isinstance(layers, (list, tuple)) and len(layers) == 1 else None
+    ok = isinstance(layer, dict) and "units" in layer and set(layer) <= {"type", "scope", *_ADVANTAGE_LAYER_KEYS}
+    if ok and "type" in layer:
+        ok = str(layer["type"]).lower().replace("_", "-") in ("dense", "dense-layer", "fc", "fc-layer")
+    if not ok:
+        raise RLGraphSpecError("a dueling adapter's pre_network_spec must be one dense layer",
+                               where=f"{owner}(action_adapter_spec.pre_network_spec)",
+                               expected='[{"type": "dense", "units": n, "activation": ...}] (keys type, units, '
+                                        'activation, weights_spec, biases_spec, scope)',
+                               received=repr(pre_network_spec),
+                               hint="the advantage stream has one hidden layer (units_advantage_stream); put "
+                                    "further layers into network_spec.")
+    out = {new: layer[old] for old, new in _ADVANTAGE_LAYER_KEYS.items() if old in layer}
+    out.setdefault("activation_advantage_stream", None)
+    return out

@@ -44,7 +44,8 @@ class IMPALAActor:
         index: The actor's index (seeds).
         num_environments: Envs stepped together.
         rollout_length: Steps per rollout (T).
-        state_space, action_space: The environment's spaces.
+        state_space: The environment's state space.
+        action_space: The environment's action space.
         num_threads: Backend threads of the actor's agent (None: as configured).
         visualize: Make the envs with rendering on (gym envs' `visualize`).
     """

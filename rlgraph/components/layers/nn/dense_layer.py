@@ -23,8 +23,8 @@ class DenseLayer(NNLayer):
         units: The number of output units.
         weights_spec: Initializer of the kernel (see `get_initializer`); default "glorot_uniform".
         biases_spec: Initializer of the bias; default 0; False for no bias.
-        activation: See `NNLayer`.
         scope: Default "dense".
+        **kwargs: `NNLayer` arguments, e.g. `activation`.
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox

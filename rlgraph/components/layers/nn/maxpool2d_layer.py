@@ -26,8 +26,8 @@ class MaxPool2DLayer(NNLayer):
         strides: (sh, sw), or one int for both; None: `pool_size` (non-overlapping windows).
         padding: "valid" or "same".
         data_format: "channels_last" (NHWC) or "channels_first" (NCHW).
-        activation: See `NNLayer` (default None).
         scope: Default "maxpool2d".
+        **kwargs: `NNLayer` arguments, e.g. `activation` (default None).
 
     Raises:
         RLGraphSpecError: On a bad pool_size/strides value or an unknown padding/data_format.

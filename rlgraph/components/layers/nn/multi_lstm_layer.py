@@ -33,8 +33,15 @@ class MultiLSTMLayer(Layer):
         num_lstms: The number of LSTM layers.
         units: The units of every layer (an int), or a list with one per layer.
         skip_connections: See above; None: no skip connections.
-        use_peepholes, cell_clip, static_loop, forget_bias, parallel_iterations, swap_memory,
-        time_major, weights_spec, biases_spec: Passed to every `LSTMLayer`.
+        use_peepholes: Passed to every `LSTMLayer`.
+        cell_clip: Passed to every `LSTMLayer`.
+        static_loop: Passed to every `LSTMLayer`.
+        forget_bias: Passed to every `LSTMLayer`.
+        parallel_iterations: Passed to every `LSTMLayer`.
+        swap_memory: Passed to every `LSTMLayer`.
+        time_major: Passed to every `LSTMLayer`.
+        weights_spec: Passed to every `LSTMLayer`.
+        biases_spec: Passed to every `LSTMLayer`.
         scope: Default "multi-lstm".
 
     Raises:

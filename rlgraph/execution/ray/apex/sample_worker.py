@@ -114,7 +114,8 @@ class ApexSampleWorker:
         index: This worker's index (seeds, epsilon).
         num_workers: The number of sample workers.
         clip_rewards: Observe rewards clipped to [-1, 1].
-        state_space, action_space: The environment's spaces (read by the executor once).
+        state_space: The environment's state space (read by the executor once).
+        action_space: The environment's action space (read by the executor once).
     """
 
     def __init__(self, agent_config: dict, worker_spec: dict, env_spec: Any, index: int, num_workers: int,
