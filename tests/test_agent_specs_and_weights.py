@@ -11,7 +11,7 @@ from agent_helpers import CARTPOLE_CONFIG, NET, _agent, _memory, _random_batch, 
 from rlgraph.agents import Agent, DQNAgent
 from rlgraph.backend_system import is_backend_installed
 from rlgraph.spaces import Dict, FloatBox, IntBox
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphExportError, RLGraphSpecError
 
 
 def test_spec_errors(backend):
@@ -145,13 +145,30 @@ def test_set_weights_shapes_names_and_rate(backend):
 
 def test_export_graph(backend, tmp_path):
     agent = _agent(backend)
-    path = agent.export_graph(str(tmp_path / "exported"))
+    # TF: a SavedModel directory (its default format); PyTorch: one pickled module file, only by name.
+    path = agent.export_graph(str(tmp_path / "exported"), format="pickled-module" if backend == "pytorch" else None)
     assert str(path) == str(tmp_path / "exported")
-    # TF: a SavedModel directory; PyTorch: one pickled module file.
-    if os.path.isdir(path):
+    if backend == "tf":
         assert os.path.isfile(os.path.join(path, "saved_model.pb"))
     else:
-        assert os.path.getsize(path) > 0
+        assert os.path.isfile(path) and os.path.getsize(path) > 0
+
+
+def test_export_graph_formats_each_backend_refuses(backend, tmp_path):
+    agent = _agent(backend)
+    target = tmp_path / "exported"
+    if backend == "pytorch":
+        # No format: refused, naming the legacy format and the policy export that replaces it.
+        with pytest.raises(RLGraphExportError) as info:
+            agent.export_graph(str(target))
+        assert "pickled-module" in str(info.value) and "export_policy" in str(info.value)
+    else:
+        with pytest.raises(RLGraphExportError) as info:
+            agent.export_graph(str(target), format="pickled-module")
+        assert "savedmodel" in str(info.value) and "pickled-module" in str(info.value)
+    with pytest.raises(RLGraphExportError):
+        agent.export_graph(str(target), format="onnx")  # (export_policy's formats are not export_graph's.)
+    assert not os.path.lexists(target)
 
 
 def test_import_observations(backend):

@@ -301,7 +301,7 @@ def _write_torchscript(agent: Any, api: str, select: Select, in_space: Space, pa
     try:
         with _torch_tracing():
             traced = torch.jit.trace(module, (example,), check_trace=False, strict=False)
-        torch.jit.save(traced, path, _extra_files={METADATA_NAME: json.dumps(metadata)})
+            torch.jit.save(traced, path, _extra_files={METADATA_NAME: json.dumps(metadata)})
     except Exception as error:  # noqa: BLE001 - the tracer raises many types.
         raise RLGraphExportError(f"TorchScript cannot trace the greedy policy ({type(error).__name__}: "
                                  f"{str(error)[:300]})", where=where) from error
@@ -389,7 +389,9 @@ def load_and_run(format: str, path: str, states: Any, space: Space) -> Any:  # n
     feeds = dict(zip(names, (np.ascontiguousarray(v) for v in flat.values())))
     if format == "torchscript":
         import torch
-        module = torch.jit.load(path)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)  # (TorchScript's own notice.)
+            module = torch.jit.load(path)
         with torch.no_grad():
             inputs = {n: torch.from_numpy(v) for n, v in feeds.items()}
             out = module(inputs["states"] if names == ["states"] else inputs)

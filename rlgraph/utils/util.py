@@ -4,11 +4,21 @@ Nothing here imports tensorflow or torch at module level; backend dtypes are con
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Union
 
 import numpy as np
 
 from rlgraph.utils.rlgraph_errors import RLGraphError
+
+# A small positive number for numerical stability (e.g. log(x + SMALL_NUMBER)); the original's value.
+SMALL_NUMBER = 1e-6
+
+# The logger of the rlgraph package (every module logs to a child of it): `root_logger.setLevel(...)`
+# sets how much rlgraph reports. Unlike the original, importing rlgraph neither changes the level of
+# python's root logger nor adds a handler to it; an application configures output itself (e.g.
+# `logging.basicConfig(level=logging.INFO)`).
+root_logger = logging.getLogger("rlgraph")
 
 # Names users write in specs, mapped to numpy dtypes.
 _NAMED_DTYPES = {
@@ -77,8 +87,16 @@ def _to_numpy_dtype(dtype: Any) -> np.dtype:
     if backend == "tf":
         return np.dtype(np.str_) if dtype.name == "string" else np.dtype(dtype.as_numpy_dtype)
     if backend == "pytorch":
-        import torch
-        return torch.empty((), dtype=dtype).numpy().dtype
+        # By name (torch.float32 -> "float32"), not through a tensor: inside torch.export's tracing
+        # (the ONNX exporter) tensors are fake and have no numpy view.
+        name = str(dtype).rsplit(".", 1)[-1]
+        if name == "bool":
+            return np.dtype(np.bool_)
+        try:
+            return np.dtype(name)
+        except TypeError:  # A torch dtype numpy lacks (bfloat16, quantized types).
+            import torch
+            return torch.empty((), dtype=dtype).numpy().dtype
     try:
         return np.dtype(dtype)
     except (TypeError, ValueError) as error:  # ValueError: a string numpy cannot parse ("0x_c").
