@@ -96,6 +96,12 @@ CASES.update({
                         {"q_values_s": Q, "actions": IntBox(3, add_batch_rank=True), "rewards": B_FLOAT,
                          "terminals": B_BOOL, "qt_values_sp": Q, "q_values_sp": Q}, "loss",
                         ["q_values_s", "actions", "rewards", "terminals", "qt_values_sp", "q_values_sp"], False),
+    "DQFDLossFunction": ({"double_q": True, "importance_weights": True, "expert_margin": 0.8},
+                         {"q_values_s": Q, "actions": IntBox(3, add_batch_rank=True), "rewards": B_FLOAT,
+                          "terminals": B_BOOL, "qt_values_sp": Q, "q_values_sp": Q, "importance_weights": B_FLOAT,
+                          "expert_mask": B_BOOL}, "loss",
+                         ["q_values_s", "actions", "rewards", "terminals", "qt_values_sp", "q_values_sp",
+                          "importance_weights", "expert_mask"], False),
     "IMPALALossFunction": ({}, {"logits_actions_pi": FloatBox(shape=(3,), add_batch_rank=True, add_time_rank=True),
                                 "action_probs_mu": FloatBox(shape=(3,), low=0.1, high=0.5, add_batch_rank=True,
                                                             add_time_rank=True),
@@ -131,6 +137,23 @@ CASES.update({
 CASES["Beta"] = ({}, {"parameters": Tuple(FloatBox(shape=(2,), low=1.0, high=3.0),
                                            FloatBox(shape=(2,), low=1.0, high=3.0), add_batch_rank=True)},
                  "sample_deterministic", ["parameters"], False)
+CASES["JointCumulativeDistribution"] = (
+    {"distribution_specs": {"a": "categorical", "/b/_T0_": "normal"}},
+    {"parameters": Dict(a=FloatBox(shape=(3,)),
+                        b=Tuple(Tuple(FloatBox(shape=(2,)), FloatBox(shape=(2,), low=-1.0, high=0.0))),
+                        add_batch_rank=True)}, "sample_deterministic", ["parameters"], False)
+CASES["MixtureDistribution"] = (
+    {"_args": ["normal"], "num_experts": 2},
+    {"parameters": Dict(categorical=FloatBox(shape=(2,)),
+                        parameters0=Tuple(FloatBox(shape=(2,)), FloatBox(shape=(2,), low=-1.0, high=0.0)),
+                        parameters1=Tuple(FloatBox(shape=(2,)), FloatBox(shape=(2,), low=-1.0, high=0.0)),
+                        add_batch_rank=True)}, "sample_deterministic", ["parameters"], False)
+CASES["ContainerLossFunction"] = (
+    {"loss_functions_spec": {"a": "euclidean-distance-loss", "b": "categorical-cross-entropy-loss"},
+     "weights": {"a": 0.5, "b": 2.0}},
+    {"predictions": Dict(a=FloatBox(shape=(2,)), b=FloatBox(shape=(3,)), add_batch_rank=True),
+     "labels": Dict(a=FloatBox(shape=(2,)), b=IntBox(3), add_batch_rank=True)}, "loss", ["predictions", "labels"],
+    False)
 TIME = FloatBox()
 for _name, _spec_ in (("Constant", {"value": 0.5}), ("LinearDecay", {"from_": 1.0, "to_": 0.1}),
                       ("PolynomialDecay", {}), ("ExponentialDecay", {})):
@@ -163,6 +186,30 @@ CASES["ActorComponent"] = ({"preprocessor_spec": [{"type": "clip", "min": -1.0, 
                                                  "noise_spec": {"type": "gaussian", "stddev": 0.1}}},
                            {"states": BATCH, "time_percentage": TIME, "use_exploration": bool},
                            "get_preprocessed_state_and_action", ["states", "time_percentage"], False)
+# The stepper takes no inputs: it steps a small grid world (tests/test_environment_stepper.py).
+CASES["EnvironmentStepper"] = ({"environment_spec": {"type": "grid-world", "world": "2x2"}, "num_steps": 3,
+                                "actor_component_spec": {
+                                    "preprocessor_spec": [{"type": "reshape", "flatten": True, "flatten_categories": 4}],
+                                    "policy_spec": {"network_spec": NET, "action_space": IntBox(4)}},
+                                "add_action_probs": True}, {}, "step", [], False)
+CASES["VariationalAutoEncoder"] = ({"z_units": 2, "encoder_network_spec": NET,
+                                    "decoder_network_spec": [{"type": "dense", "units": 4}]},
+                                   {"input_": BATCH, "z_vector": FloatBox(shape=(2,), add_batch_rank=True)}, "loss",
+                                   ["input_"], False)
+# Container and batch helpers (tests/test_common_components.py).
+CASES.update({
+    "ContainerMerger": ({"_args": ["a", "b"]}, {"inputs": [BATCH, IntBox(3, add_batch_rank=True)]}, "merge", False),
+    "ContainerSplitter": ({"_args": ["b", "a"]}, {"inputs": Dict(a=FloatBox(shape=(2,)), b=IntBox(3),
+                                                                 add_batch_rank=True)}, "split", False),
+    "Slice": ({"squeeze": True}, {"inputs": BATCH, "start_index": IntBox(2)}, "slice", ["inputs", "start_index"],
+              False),
+    "BatchApply": ({"sub_component": {"type": "dense", "units": 2}, "api_method_name": "apply"}, {"inputs": SEQ},
+                   "apply", False),
+    "BatchSplitter": ({"num_shards": 2}, {"inputs": [BATCH, IntBox(3, add_batch_rank=True)]}, "split_batch", False),
+    "Sampler": ({"seed": 1}, {"sample_size": int, "inputs": RECORDS}, "sample", ["sample_size", "inputs"], False),
+    "LocalResponseNormalizationLayer": ({"depth_radius": 1, "beta": 0.75},
+                                        {"inputs": FloatBox(shape=(8, 6, 3), add_batch_rank=True)}, "apply", True),
+})
 NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                        "Memory": "the abstract memory base has no API method",
                        "Distribution": "the abstract base defines no distribution maths",

@@ -275,7 +275,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "environments.md"
 
 def test_environments_doc_snippets_run(monkeypatch):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     have_atari = all(importlib.util.find_spec(module) for module in ("ale_py", "cv2"))
     monkeypatch.setitem(sys.modules, "deepmind_lab", types.SimpleNamespace(Lab=FakeLab))
     for block in blocks:
@@ -283,3 +283,13 @@ def test_environments_doc_snippets_run(monkeypatch):
             continue  # The atari extra is not installed; tests/test_atari_env.py says so with a skip.
         namespace = {"__name__": "doc_snippet"}
         exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+
+
+def test_environments_doc_grid_world_ftj_snippet():
+    """The forward/turn/jump snippet of "Grid worlds" ends on the goal, facing left."""
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S) if 'action_type="ftj"' in b]
+    assert len(blocks) == 1
+    namespace = {"__name__": "doc_snippet"}
+    exec(compile(blocks[0], str(DOC), "exec"), namespace)  # noqa: S102 - our own documentation
+    assert namespace["state"].tolist() == [3, 3, 3] and namespace["reward"] == 1.0 and namespace["terminal"]
+    assert namespace["start"] == 90 and namespace["rooms"].get_dist_to_goal() == 14

@@ -1,4 +1,5 @@
-"""GridWorld: maps, worked trajectories with hand-computed returns, walls, holes, fire, state representations."""
+"""GridWorld: maps, worked trajectories with hand-computed returns, walls, holes, fire, state representations,
+the forward/turn/jump actions, save modes, the step contract and seeding."""
 import re
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 
 from rlgraph.environments import Environment, GridWorld
 from rlgraph.environments.grid_world import MAPS
-from rlgraph.spaces import IntBox
+from rlgraph.spaces import BoolBox, Dict, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
@@ -19,6 +20,9 @@ REFERENCE_ROWS = {
     "16x16": ["S H ", " HH ", " FF W W", " W ", "WWW FF H ", " W ", " FFFF W ", " H H ", " H ", " H HH ",
               "WWWW WWWWWWW", " H W W ", " FF W H W ", "WWWW WW W ", " FF W ", " H H G"],
     "chain": ["G S F G"],
+    # Not in the reference's MAPS listing; these two are the original RLgraph's maps.
+    "long-chain": [" S G"],
+    "4-room": [" W ", " H W ", " G ", " W ", " W ", "W WWWW ", " WWW WW", " W F ", " S W ", " ", " W "],
 }
 
 
@@ -160,3 +164,193 @@ def test_invalid_arguments():
         GridWorld(reward_function="dense")
     with pytest.raises(RLGraphError, match="invalid action"):
         GridWorld().step(4)
+
+
+# --- The long chain and the four rooms ----------------------------------------------------------
+def test_long_chain_start_goal_and_walking_back_and_forth():
+    env = GridWorld("long-chain")
+    assert (env.n_row, env.n_col) == (1, 68)
+    assert env.reset() == 33 and env.get_dist_to_goal() == 34
+    assert env.step(UP)[:3] == (33, 0.0, False) and env.step(DOWN)[:3] == (33, 0.0, False)
+    for x in range(33, 40):  # Right, left, right: one field further each round.
+        assert env.step(RIGHT)[:3] == (x + 1, 0.0, False)
+        assert env.step(LEFT)[:3] == (x, 0.0, False)
+        assert env.step(RIGHT)[:3] == (x + 1, 0.0, False)
+    env.reset()
+    states, total, terminal = run(env, [LEFT] * 34)  # The left end is no goal: the agent stays at 0.
+    assert states[-2:] == [0, 0] and total == 0.0 and not terminal
+    rich = GridWorld("long-chain", reward_function="rich")
+    rich.reset()
+    states, total, terminal = run(rich, [RIGHT] * 34)
+    assert states[-1] == 67 and terminal and total == pytest.approx(1.0 - 34 * 0.1)
+
+
+def test_four_rooms_through_the_upper_left_room():
+    env = GridWorld("4-room")
+    assert (env.n_row, env.n_col) == (11, 11)
+    assert env.reset() == 8 * 11 + 2 and env.get_dist_to_goal() == 14
+    # Up to the door in row 5 (column 1), up into row 2, then right through the door in column 5 to the goal.
+    states, total, terminal = run(env, [UP, UP, LEFT, UP, UP, UP, UP] + [RIGHT] * 7)
+    assert states == [79, 68, 67, 56, 45, 34, 23, 24, 25, 26, 27, 28, 29, 30]
+    assert total == 1.0 and terminal and env.get_dist_to_goal() == 0
+
+
+def test_four_rooms_walls_hole_and_fire():
+    env = GridWorld("4-room")
+    env.reset()
+    assert run(env, [UP])[0] == [79]
+    assert run(env, [RIGHT, RIGHT, RIGHT]) == ([80, 81, 81], 0.0, False)  # (7, 5) is a wall.
+    env.reset()
+    # Down, right through the lower door (9, 5), up into the lower right room, right onto the fire (7, 7).
+    states, total, terminal = run(env, [DOWN, RIGHT, RIGHT, RIGHT, RIGHT, UP, UP, RIGHT])
+    assert states == [101, 102, 103, 104, 105, 94, 83, 84] and total == -0.5 and not terminal
+    env.reset()
+    states, total, terminal = run(env, [UP, UP, LEFT, UP, UP, UP, UP, UP])  # Into the hole (1, 1).
+    assert states[-1] == 12 and total == -1.0 and terminal
+
+
+def test_save_mode_fire_turns_holes_into_fire_and_unknown_modes_are_refused():
+    env = GridWorld("4x4", save_mode="fire")
+    env.reset()
+    env.step(DOWN)
+    state, reward, terminal, info = env.step(RIGHT)
+    assert (state, reward, terminal, info["field"]) == (5, -0.5, False, "F")
+    assert GridWorld("4x4", save_mode="wall").render() == GridWorld("4x4", save_mode=True).render() == \
+        "X   \n W W\n   W\nW  G"
+    rooms = GridWorld("4-room", save_mode="fire", reward_function="rich")
+    rooms.reset()
+    _, total, terminal = run(rooms, [UP, UP, LEFT, UP, UP, UP, UP, UP])
+    assert total == pytest.approx(-0.5 - 8 * 0.1) and not terminal
+    with pytest.raises(RLGraphError, match="unknown save mode"):
+        GridWorld(save_mode="lava")
+
+
+# --- Forward, turn, jump --------------------------------------------------------------------------
+def ftj(turn=1, forward=1, jump=0):
+    return {"turn": turn, "forward": forward, "jump": jump}
+
+
+def test_ftj_action_space_and_the_heading_in_the_state():
+    env = GridWorld("4x4", action_type="ftj", state_representation="xy+orientation")
+    assert env.action_space == Dict(forward=IntBox(3), turn=IntBox(3), jump=IntBox(2))
+    assert GridWorld(action_type="ftjb").action_space == Dict(forward=IntBox(3), turn=IntBox(3), jump=BoolBox())
+    np.testing.assert_array_equal(env.reset(), [0, 0, 0])  # Facing up.
+    headings = [int(env.step(ftj(turn=2))[0][2]) for _ in range(5)]
+    assert headings == [1, 2, 3, 0, 1]
+    assert [int(env.step(ftj(turn=0))[0][2]) for _ in range(2)] == [0, 3]
+    assert env.render() == "<   \n H H\n   H\nH  G"
+
+
+def test_ftj_turn_and_walk_into_a_hole():
+    env = GridWorld("4x4", action_type="ftj", state_representation="xy+orientation")
+    env.reset()
+    steps = [env.step(a) for a in (ftj(turn=2, forward=2), ftj(turn=2), ftj(forward=2))]
+    assert [s[0].tolist() for s in steps] == [[0, 1, 1], [0, 1, 2], [1, 1, 2]]
+    assert [(s[1], s[2]) for s in steps] == [(0.0, False), (0.0, False), (-1.0, True)]
+    assert steps[-1][3] == {"terminated": True, "truncated": False, "field": "H"}
+
+
+def test_ftj_jumps_and_backward_steps_reach_the_goal():
+    env = GridWorld("4x4", action_type="ftj", state_representation="xy+orientation", reward_function="rich")
+    env.reset()
+    actions = [ftj(turn=2),                       # face right
+               ftj(jump=1),                       # (0, 0) -> (0, 2)
+               ftj(turn=2, forward=2),            # face down, (1, 2)
+               ftj(forward=2, jump=1),            # (2, 2), jump: (3, 2), then the border stops it
+               ftj(turn=2, forward=0)]            # face left, step backwards onto the goal (3, 3)
+    steps = [env.step(a) for a in actions]
+    assert [s[0].tolist() for s in steps] == [[0, 0, 1], [0, 2, 1], [1, 2, 2], [3, 2, 2], [3, 3, 3]]
+    assert [s[2] for s in steps] == [False] * 4 + [True]
+    assert sum(s[1] for s in steps) == pytest.approx(1.0 - 5 * 0.1)
+
+
+def test_ftj_border_blocks_and_a_jump_passes_a_hole():
+    env = GridWorld("4x4", action_type="ftj", state_representation="xy+orientation")
+    env.reset()
+    assert env.step(ftj(forward=0))[0].tolist() == [1, 0, 0]  # Backwards while facing up: down.
+    assert env.step(ftj(turn=0, forward=2))[0].tolist() == [1, 0, 3]  # Facing left at the border.
+    env.step(ftj(turn=2))
+    env.step(ftj(turn=2))
+    state, reward, terminal, info = env.step(ftj(jump=1))  # Over the hole (1, 1) onto (1, 2).
+    assert (state.tolist(), reward, terminal, info["field"]) == ([1, 2, 1], 0.0, False, " ")
+
+
+def test_ftj_jump_edge_cases():
+    # A wall behind the jumped-over hole stops the jump in the hole.
+    env = GridWorld(["SHWG"], action_type="ftj")
+    env.reset()
+    assert env.step(ftj(turn=2, jump=1))[:3] == (1, -1.0, True)
+    # A jump passes over the goal: only the landing field counts.
+    env = GridWorld(["SG  "], action_type="ftj")
+    env.reset()
+    assert env.step(ftj(turn=2, jump=1))[:3] == (2, 0.0, False)
+    # A wall right ahead blocks the jump altogether; fire is passed without cost.
+    env = GridWorld(["SW", "F ", "  "], action_type="ftj", state_representation="xy+orientation")
+    env.reset()
+    assert env.step(ftj(turn=2, jump=1))[0].tolist() == [0, 0, 1]
+    state, reward, _, _ = env.step(ftj(turn=2, jump=1))
+    assert state.tolist() == [2, 0, 2] and reward == 0.0
+    # A step that walks into a hole or onto the goal ends there; its jump is not taken.
+    env = GridWorld(["SH  "], action_type="ftj")
+    env.reset()
+    assert env.step(ftj(turn=2, forward=2, jump=1))[:3] == (1, -1.0, True)
+
+
+def test_ftj_int_codes_partial_dicts_bool_jumps_and_invalid_actions():
+    env = GridWorld(["S   "], action_type="ftj", state_representation="xy+orientation")
+    env.reset()
+    assert env.step(17)[0].tolist() == [0, 3, 1]  # 17 = turn 2 * 6 + forward 2 * 2 + jump 1.
+    assert env.step(np.array([8]))[0].tolist() == [0, 3, 1]  # 8: no turn, no move, no jump.
+    assert env.step({"turn": np.int64(0)})[0].tolist() == [0, 3, 0]
+    boolean = GridWorld(["S   "], action_type="ftjb")
+    boolean.reset()
+    assert boolean.step({"turn": 2, "forward": 1, "jump": np.bool_(True)})[0] == 2
+    for bad, message in (({"run": 1}, "unknown action key"), (ftj(turn=3), "invalid action"),
+                         (ftj(jump=2), "invalid action"), (18, "invalid action"), (1.0, "invalid action"),
+                         (ftj(forward=np.array([1, 1])), "invalid action")):
+        with pytest.raises(RLGraphError, match=message):
+            env.step(bad)
+    with pytest.raises(RLGraphError, match="unknown action type"):
+        GridWorld(action_type="wasd")
+
+
+# --- Contract and seeding -----------------------------------------------------------------------
+@pytest.mark.parametrize("world, action_type, representation", [
+    ("long-chain", "udlr", "discr"), ("4-room", "udlr", "camera"), ("4-room", "ftj", "xy+orientation"),
+    ("4x4", "ftjb", "xy"), ("2x2", "ftj", "discr")])
+def test_step_contract_on_random_rollouts(world, action_type, representation):
+    env = Environment.from_spec({"type": "grid-world", "world": world, "action_type": action_type,
+                                 "state_representation": representation, "max_episode_steps": 30, "seed": 4})
+    state = env.reset()
+    assert env.state_space.contains(state)
+    episodes = 0
+    for _ in range(200):
+        action = env.action_space.sample()
+        assert env.action_space.contains(action)
+        state, reward, terminal, info = env.step(action)
+        assert env.state_space.contains(state) and type(reward) is float and type(terminal) is bool
+        assert set(info) == {"terminated", "truncated", "field"} and terminal == (info["terminated"] or
+                                                                                 info["truncated"])
+        if representation == "discr":
+            assert type(state) is int
+        if terminal:
+            episodes += 1
+            state = env.reset()
+    assert episodes >= 200 // 30
+
+
+def test_seeded_rollouts_repeat_and_reseeding_repeats_them():
+    def rollout(env):
+        out = [env.reset(randomize=True)]
+        for _ in range(60):
+            state, reward, terminal, _ = env.step(env.action_space.sample())
+            out += [state, reward]
+            if terminal:
+                out.append(env.reset(randomize=True))
+        return out
+
+    first = GridWorld("4-room", action_type="ftj", seed=9)
+    trajectory = rollout(first)
+    assert rollout(GridWorld("4-room", action_type="ftj", seed=9)) == trajectory
+    assert first.seed(9) == 9 and rollout(first) == trajectory
+    assert rollout(GridWorld("4-room", action_type="ftj", seed=10)) != trajectory

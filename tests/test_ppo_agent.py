@@ -325,17 +325,45 @@ def test_episode_update_mode_counts_finished_episodes(backend):
     assert agent.update().loss_per_item.shape == (5,)
 
 
-def test_rollout_capacity_overflow_raises(backend):
+def test_rollout_capacity_is_a_ring_that_keeps_the_newest_transitions(backend, caplog, tmp_path):
     agent = _ppo(backend, memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 4})
-    _observe(agent, _fragment(16, 4, truncated_end=False), truncated=False)  # An episode of 4 rows fits.
-    with pytest.raises(RLGraphError, match=r"ppo-agent\.observe: the rollout is full.*at most 5 transitions.*"
-                                           r"received 8.*memory_spec\.capacity"):
-        _observe(agent, _fragment(17, 4, truncated_end=False), truncated=False)
-    # A capacity below the batch size could never hold a rollout: refused at construction.
-    with pytest.raises(RLGraphSpecError, match=r"memory_spec\.capacity\): the rollout cannot hold a batch.*"
-                                               r"update_spec\.batch_size \(10\).*received 5"):
-        _ppo(backend, state_space=ENV_STATES, action_space=ENV_ACTIONS,
-             memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 10})
+    first, second = _fragment(16, 4, truncated_end=False), _fragment(17, 4, truncated_end=False)
+    _observe(agent, first, truncated=False)  # An episode of 4 rows fits.
+    with caplog.at_level("WARNING", logger="rlgraph.agents.pg_rollouts"):
+        _observe(agent, second, truncated=False)
+        _observe(agent, _fragment(18, 1, truncated_end=False), truncated=False)
+    # 9 observed, the newest 5 kept: the second episode (4 rows) and the third (1 row); the first
+    # episode is dropped whole.
+    assert (agent.rollouts.observed, agent.rollouts.dropped, agent.rollouts.rows) == (9, 4, 5)
+    kept = agent.rollouts.fragments
+    assert [len(f["rewards"]) for f in kept] == [4, 1]
+    np.testing.assert_array_equal(kept[0]["states"], second["states"])
+    # One more row cuts the second episode at its start: its last 3 rows stay.
+    _observe(agent, _fragment(21, 1, truncated_end=False), truncated=False)
+    assert [len(f["rewards"]) for f in agent.rollouts.fragments] == [3, 1, 1]
+    np.testing.assert_array_equal(agent.rollouts.fragments[0]["states"], second["states"][1:])
+    np.testing.assert_array_equal(agent.rollouts.fragments[0]["next_states"], second["next_states"][1:])
+    assert len([r for r in caplog.records if "holds at most 5 transitions" in r.getMessage()]) == 1
+    # A checkpoint keeps the counts: the restored agent is as ready and as full.
+    path = agent.store_model(str(tmp_path / "ckpt"), add_timestep=False)
+    restored = _ppo(backend, memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 4})
+    restored.load_model(path)
+    assert (restored.rollouts.observed, restored.rollouts.dropped, restored.rollouts.rows) == (10, 5, 5)
+    assert agent.update().loss_per_item.shape == (5,)
+    assert (agent.rollouts.observed, agent.rollouts.dropped, agent.rollouts.rows) == (0, 0, 0)
+
+
+def test_rollout_capacity_below_the_batch_size_learns_from_the_newest(backend, caplog):
+    # The original RLgraph's Pong configs: capacity 1000, batch 10000. Accepted with a warning; the
+    # update comes after batch_size observed steps and learns from the newest `capacity` of them.
+    with caplog.at_level("WARNING", logger="rlgraph.agents.policy_gradient_agent"):
+        agent = _ppo(backend, memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 10})
+    assert any("capacity (5) is smaller than update_spec.batch_size (10)" in r.getMessage() for r in caplog.records)
+    _observe(agent, _fragment(19, 6), truncated=True)
+    assert not agent.ready_to_update() and agent.rollouts.rows == 5
+    _observe(agent, _fragment(20, 4), truncated=True)
+    assert agent.ready_to_update() and agent.rollouts.observed == 10
+    assert agent.update().loss_per_item.shape == (5,)
 
 
 # --- Container and bounded actions --------------------------------------------------------------------------

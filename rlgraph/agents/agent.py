@@ -12,6 +12,7 @@ import numpy as np
 from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
 from rlgraph.agents.data_checks import DataChecks
 from rlgraph.agents.observe_buffers import ObserveBuffers, Transition, stack_transitions
+from rlgraph.agents.original_keys import translate_original_keys, warn_original_keys
 from rlgraph.agents.records import to_record
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
                                   NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_choice,
@@ -55,10 +56,14 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             "torch_flush_denormal"}; max_timesteps are the env steps over which time_percentage
             goes from 0 to 1 (schedules); torch_flush_denormal (default True) runs each
             PyTorch API call with flush-to-zero for subnormal floats (off again after the call).
+            The original RLgraph's TF1 keys (session_config, gpu_spec, ...) are mapped or ignored
+            with one warning (see `rlgraph/agents/original_keys.py`); so are its summary_spec and
+            saver_spec keys save_steps, save_secs and checkpoint_basename.
         optimizer_spec: The optimizer spec (e.g. {"type": "adam", "learning_rate": 1e-3}).
         observe_spec: {"buffer_enabled", "buffer_size"}.
         update_spec: {"do_updates", "update_mode", "update_interval", "steps_before_update",
-            "batch_size", "sync_interval", "sync_tau", "update_steps"}.
+            "batch_size", "sync_interval", "sync_tau", "update_steps"}; false (the original
+            RLgraph's form) is {"do_updates": false}: workers never call `update`.
         summary_spec: {"directory", "summary_interval", "summary_regexp"}: the TensorBoard
             directory and scalar spacing of `rlgraph train`; the regexp selects the components'
             summaries (the graph builder applies it).
@@ -80,6 +85,10 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
     # Root APIs for greedy acting, (from preprocessed states, from raw states), or None: then
     # `get_action(use_exploration=False)` calls "get_actions" with use_exploration False.
     greedy_apis: Optional[Tuple[str, str]] = None
+    # Notes on agent-level keys of the original RLgraph that a subclass translated before calling
+    # `Agent.__init__` (they join the agent's one warning, see original_keys.py); None: no such
+    # warning at all (IMPALA actors: copies of a learner that has warned already).
+    original_key_notes: Optional[Tuple[str, ...]] = ()
 
     def __init__(self, state_space: Any = None, action_space: Any = None, discount: float = 0.98, preprocessing_spec: Any = None,
                  network_spec: Any = None, internal_states_space: Any = None, policy_spec: Optional[dict] = None,
@@ -105,7 +114,15 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.action_adapter_spec = action_adapter_spec
         self.exploration_spec = exploration_spec
         self.optimizer_spec = optimizer_spec or {"type": "adam", "learning_rate": 1e-3}
-        # Keys first (unknown ones are refused), then values (types and ranges; see specs.py).
+        # The original RLgraph's keys mapped or dropped (one warning, after the checks), then keys
+        # (unknown ones are refused), then values (types and ranges; see specs.py).
+        given = dict(execution_spec=execution_spec, summary_spec=summary_spec, saver_spec=saver_spec,
+                     update_spec=update_spec)
+        original, original_notes = translate_original_keys(given, owner)
+        # `from_spec` keeps these in `self.spec`, so that replicas made from it do not warn again.
+        self._translated_specs = {k: v for k, v in original.items() if v is not given[k]}
+        execution_spec, summary_spec, saver_spec, update_spec = (
+            original[k] for k in ("execution_spec", "summary_spec", "saver_spec", "update_spec"))
         self.execution_spec = check_execution_spec(
             check_spec(execution_spec, EXECUTION_SPEC_DEFAULTS, "execution_spec", owner), owner)
         self.observe_spec = check_observe_spec(check_spec(observe_spec, OBSERVE_SPEC_DEFAULTS, "observe_spec", owner),
@@ -118,6 +135,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         self.saver_spec = check_saver_spec(check_spec(saver_spec, SAVER_SPEC_DEFAULTS, "saver_spec", owner), owner)
         check_choice(self.execution_spec["nan_check"], NAN_CHECK_MODES, "execution_spec.nan_check", owner)
         self.max_timesteps = self.execution_spec["max_timesteps"]
+        if self.original_key_notes is not None:
+            warn_original_keys(list(self.original_key_notes) + original_notes, owner, name)
 
         # Counters: env steps observed, updates done, env steps at the last target sync.
         self.timesteps = 0
@@ -167,7 +186,8 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
             spec = None
         agent = super().from_spec(spec, **kwargs)
         if isinstance(agent, Agent):
-            agent.spec = {k: v for k, v in kwargs.items() if k not in ("state_space", "action_space", "backend")}
+            agent.spec = {k: agent._translated_specs.get(k, v) for k, v in kwargs.items()
+                          if k not in ("state_space", "action_space", "backend")}
         return agent
 
     def _n_step(self) -> int:

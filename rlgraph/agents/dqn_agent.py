@@ -107,7 +107,7 @@ class DQNAgent(Agent):
             memory = Component.from_spec(memory_spec)
             self.replay = GraphReplay(self._executor)
         optimizer = Component.from_spec(self.optimizer_spec)
-        self.root_component = DQNCore(
+        self.root_component = self._make_core(
             policy=policy, preprocessing_spec=self.preprocessing_spec, exploration_spec=self.exploration_spec,
             memory=memory, optimizer=optimizer, discount=self.discount, double_q=self.double_q,
             huber_loss=self.huber_loss, n_step=self.n_step, sync_tau=self.update_spec["sync_tau"],
@@ -128,6 +128,10 @@ class DQNAgent(Agent):
             self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
         if memory is not None and self.root_component.prioritized:
             self.input_spaces.update(indices=IntBox(memory.capacity, **batch), priorities=FloatBox(**batch))
+
+    def _make_core(self, **core_args) -> DQNCore:
+        """The root component from `DQNCore`'s arguments (a subclass may add its own, e.g. DQfD)."""
+        return DQNCore(**core_args)
 
     def _make_policy(self) -> Policy:
         spec = dict(self.policy_spec)

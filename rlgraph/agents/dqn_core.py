@@ -68,9 +68,13 @@ class DQNCore(AgentCore):
             keys, at build and in define-by-run calls).
     """
 
+    # One loss function per action leaf, made with the DQN arguments plus `loss_kwargs` (DQfD's subclass).
+    loss_function_class = DQNLossFunction
+
     def __init__(self, policy: Component, preprocessing_spec: list, exploration_spec: Any, memory: Any,
                  optimizer: Component, discount: float, double_q: bool, huber_loss: bool, n_step: int,
-                 sync_tau: float, action_keys: list, store_last_q_table: bool = False, scope: str = "dqn-core"):
+                 sync_tau: float, action_keys: list, store_last_q_table: bool = False, scope: str = "dqn-core",
+                 loss_kwargs: Optional[dict] = None):
         super().__init__(scope=scope)
         self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
         self.policy = policy
@@ -86,8 +90,9 @@ class DQNCore(AgentCore):
         self.action_keys = action_keys  # None: a single IntBox action.
         self.store_last_q_table = store_last_q_table
         self.loss_functions = OrderedDict(
-            (key, DQNLossFunction(discount=discount, double_q=double_q, huber_loss=huber_loss, n_step=n_step,
-                                  importance_weights=True, scope=f"loss-function-{i}" if key else "loss-function"))
+            (key, self.loss_function_class(discount=discount, double_q=double_q, huber_loss=huber_loss, n_step=n_step,
+                                           importance_weights=True, **(loss_kwargs or {}),
+                                           scope=f"loss-function-{i}" if key else "loss-function"))
             for i, key in enumerate(action_keys or [""]))
         components = [self.preprocessor, self.policy, self.target_policy, self.exploration, self.optimizer,
                       *self.loss_functions.values()]
@@ -160,10 +165,11 @@ class DQNCore(AgentCore):
         check_record_keys(records, f"{self.global_scope}.get_td_loss(records)")
         return self._loss(records, importance_weights)
 
-    def _loss(self, records, weights):
+    def _loss(self, records, weights, *extra):
         """(loss, loss_per_item [B], td_errors [B]) of a record, summed over the action leaves.
 
         The record's fields are picked by key here, in python: no graph function packs or splits it.
+        `extra` are further loss-function arguments after the weights (DQfD: the expert mask).
         """
         q_s = self.policy.get_q_values(records["states"])
         qt_sp = self.target_policy.get_q_values(records["next_states"])
@@ -173,7 +179,7 @@ class DQNCore(AgentCore):
         for key, loss_function in self.loss_functions.items():
             leaf = (lambda x: x) if not key else (lambda x, k=key: self._graph_fn_leaf(x, k))
             loss, per_item, td = loss_function.loss_and_td_error(leaf(q_s), leaf(actions), rewards, terminals,
-                                                                 leaf(qt_sp), leaf(q_sp), weights)
+                                                                 leaf(qt_sp), leaf(q_sp), weights, *extra)
             losses.append(loss)
             per_items.append(per_item)
             tds.append(td)

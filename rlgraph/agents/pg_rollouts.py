@@ -1,6 +1,7 @@
 """The on-policy rollout of `PolicyGradientAgent`: time-ordered fragments of transitions, and GAE over them."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, List, Optional, Tuple
 
@@ -11,8 +12,10 @@ from rlgraph.agents.observe_buffers import stack_transitions
 from rlgraph.agents.records import record_space
 from rlgraph.components.memories.memory import read_npz, write_npz
 from rlgraph.utils.checkpoint_dir import read_json, write_json
-from rlgraph.utils.nest import flatten_op
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
+from rlgraph.utils.nest import flatten_op, map_structure
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+
+logger = logging.getLogger(__name__)
 
 
 class RolloutStorage:
@@ -22,8 +25,14 @@ class RolloutStorage:
     over: it ends at an episode end or where a buffer was flushed (full, or at an update). GAE
     runs per fragment, bootstrapping from the fragment's last next state.
 
+    With a capacity the storage is a ring: a rollout longer than `capacity` transitions keeps the
+    newest `capacity` of them (the oldest fragments go first; a fragment cut at its start still
+    bootstraps from its own last next state, so GAE over what is kept stays exact). `observed`
+    counts every transition added since the last `take`, dropped ones included: the agent's
+    update schedule reads it.
+
     Args:
-        capacity: The most transitions a rollout may hold (None: no bound).
+        capacity: The most transitions a rollout holds (None: no bound).
         where: The agent method named in errors.
     """
 
@@ -32,21 +41,38 @@ class RolloutStorage:
         self.where = where
         self.fragments: List[dict] = []
         self.rows = 0
+        self.observed = 0  # Transitions added since the last take (dropped ones included).
+        self.dropped = 0  # Transitions dropped since the last take (the ring was full).
         self.episodes = 0  # Episodes that ended in the rollout (counted by the agent's observe).
 
     def add(self, record: dict) -> None:
         count = len(record["rewards"])
-        if self.capacity is not None and self.rows + count > self.capacity:
-            raise RLGraphError("the rollout is full", where=self.where, expected=f"at most {self.capacity} transitions "
-                               "between updates (memory_spec.capacity)", received=f"{self.rows + count}",
-                               hint="raise memory_spec.capacity above update_spec.batch_size plus one step of "
-                                    "every environment, or update more often.")
         self.fragments.append(record)
         self.rows += count
+        self.observed += count
+        if self.capacity is not None and self.rows > self.capacity:
+            self._drop_oldest(self.rows - self.capacity)
+
+    def _drop_oldest(self, excess: int) -> None:
+        if self.dropped == 0:
+            logger.warning("%s: the rollout holds at most %d transitions (memory_spec.capacity): the oldest are "
+                           "dropped until the next update, which learns from the newest %d.", self.where,
+                           self.capacity, self.capacity)
+        self.dropped += excess
+        self.rows -= excess
+        while excess > 0:
+            length = len(self.fragments[0]["rewards"])
+            if length <= excess:
+                self.fragments.pop(0)
+                excess -= length
+            else:
+                self.fragments[0] = map_structure(lambda leaf, cut=excess: leaf[cut:], self.fragments[0])
+                excess = 0
 
     def take(self) -> List[dict]:
         """The fragments, in the order they came; the storage is empty afterwards."""
         fragments, self.fragments, self.rows, self.episodes = self.fragments, [], 0, 0
+        self.observed = self.dropped = 0
         return fragments
 
 
@@ -109,13 +135,14 @@ def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomS
                 arrays[f"rollout/{i}/{field}{key}"] = np.asarray(leaf)
     write_json(os.path.join(directory, ROLLOUT_FILE),
                {"lengths": [len(f["rewards"]) for f in storage.fragments], "episodes": storage.episodes,
+                "observed": int(storage.observed), "dropped": int(storage.dropped),
                 "rng": [int(pos), int(has_gauss), float(cached)], "gradient_steps": int(gradient_steps)})
     write_npz(os.path.join(directory, ROLLOUT_ARRAYS), arrays)
 
 
-def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple, int]:
-    """(fragments, episodes, generator state, gradient steps) of a checkpoint's rollout, checked
-    against `agent`'s spaces.
+def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple, int, int, int]:
+    """(fragments, episodes, generator state, gradient steps, observed, dropped) of a checkpoint's
+    rollout, checked against `agent`'s spaces (`observed`/`dropped`: see `RolloutStorage`).
 
     Raises:
         RLGraphCheckpointError: For missing or damaged files, or values that do not fit the spaces.
@@ -131,6 +158,12 @@ def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], in
         raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
                                      expected="{lengths: [ints > 0], episodes: int >= 0, gradient_steps: int >= 0, "
                                               "rng}", received=repr(info)[:200])
+    observed, dropped = info.get("observed", sum(lengths)), info.get("dropped", 0)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (observed, dropped)) or \
+            dropped < 0 or observed != sum(lengths) + dropped:
+        raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
+                                     expected="observed = sum(lengths) + dropped, dropped >= 0",
+                                     received=f"observed {observed!r}, dropped {dropped!r}, lengths {sum(lengths)}")
     capacity = agent.rollouts.capacity
     if capacity is not None and sum(lengths) > capacity:
         raise RLGraphCheckpointError("the checkpoint's rollout exceeds memory_spec.capacity", where=where,
@@ -146,4 +179,4 @@ def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], in
     leaves = {field: dict(space[field].flatten()) for field in ("states", "actions", "next_states")}
     fragments = [stack_transitions(read_transitions(arrays, f"rollout/{i}", n, leaves, space, where))
                  for i, n in enumerate(lengths)]
-    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2])), steps
+    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2])), steps, observed, dropped

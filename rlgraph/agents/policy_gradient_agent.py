@@ -18,6 +18,7 @@ from rlgraph.components.neural_networks.value_function import ValueFunction
 from rlgraph.components.policies.policy import Policy
 from rlgraph.utils.nest import flatten_op, unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.specifiable import construct
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +57,10 @@ class PolicyGradientAgent(Agent):
             head on the policy's network.
         value_function_optimizer_spec: A second optimizer for the baseline's own network
             (needs `value_function_spec`); None: one optimizer on the summed loss.
-        memory_spec: {"type": "ring-buffer", "capacity": N}: N bounds the transitions one rollout
-            may hold (default: no bound); other memory types are refused.
+        memory_spec: {"type": "ring-buffer", "capacity": N}: a rollout keeps its newest N
+            transitions (default: no bound); older ones are dropped with a warning, and a capacity
+            below `update_spec.batch_size` is accepted with a warning (the original RLgraph's
+            configs use one); other memory types are refused.
         **kwargs: `Agent` arguments.
     """
 
@@ -99,9 +102,12 @@ class PolicyGradientAgent(Agent):
             self.update_spec["update_mode"] = "episodes"
         if self.rollout_capacity is not None and self.update_spec["update_mode"] == "time_steps" and \
                 self.rollout_capacity < self.update_spec["batch_size"]:
-            raise RLGraphSpecError("the rollout cannot hold a batch", where=f"{owner}(memory_spec.capacity)",
-                                   expected=f">= update_spec.batch_size ({self.update_spec['batch_size']}) plus one "
-                                            "step of every environment", received=self.rollout_capacity)
+            # The original RLgraph's configs do this (a ring buffer smaller than the batch): as there,
+            # each update learns from the newest `capacity` transitions of the rollout.
+            logger.warning("%s: memory_spec.capacity (%d) is smaller than update_spec.batch_size (%d): each update "
+                           "learns from the newest %d transitions of its %d-step rollout.", owner,
+                           self.rollout_capacity, self.update_spec["batch_size"], self.rollout_capacity,
+                           self.update_spec["batch_size"])
         self.rollouts = RolloutStorage(self.rollout_capacity, f"{self.name}.observe")
         seed = self.execution_spec["seed"]
         self.rng = np.random.RandomState(seed)  # Minibatch order.
@@ -125,7 +131,7 @@ class PolicyGradientAgent(Agent):
             raise RLGraphSpecError("without value_function_spec the policy must have a value head",
                                    where=f"{self.name}(policy_spec)", received=spec["type"],
                                    hint='use "shared-value-function-policy" or give value_function_spec.')
-        value_function = None if shared else ValueFunction(self.value_function_spec, scope="value-function")
+        value_function = None if shared else _value_function(self.value_function_spec, self.name)
         optimizer = Component.from_spec(self.optimizer_spec)
         vf_optimizer = None
         if self.value_function_optimizer_spec is not None:
@@ -170,7 +176,7 @@ class PolicyGradientAgent(Agent):
         finished episodes ("episodes", `sample_episodes`)."""
         if self.update_spec["update_mode"] == "episodes":
             return self.rollouts.episodes >= self.update_spec["batch_size"]
-        return self.rollouts.rows + self.buffers.pending() >= self.update_spec["batch_size"]
+        return self.rollouts.observed + self.buffers.pending() >= self.update_spec["batch_size"]
 
     # --- Updating -------------------------------------------------------------------------------
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> PGUpdate:
@@ -265,12 +271,13 @@ class PolicyGradientAgent(Agent):
         return read_rollout(directory, self, f"{type(self).__name__}.load_model")
 
     def _load_files(self, checked: Any) -> None:
-        fragments, episodes, rng_state, self.num_gradient_steps = checked
+        fragments, episodes, rng_state, self.num_gradient_steps, observed, dropped = checked
         self.rng.set_state(rng_state)
         self.rollouts.take()
         for fragment in fragments:
             self.rollouts.add(fragment)
         self.rollouts.episodes = episodes
+        self.rollouts.observed, self.rollouts.dropped = observed, dropped
 
 
 def _rollout_capacity(memory_spec: Optional[dict], owner: str) -> Optional[int]:
@@ -315,6 +322,22 @@ def row_subset(batch: dict, indices: np.ndarray) -> dict:
         flat = {k: v[indices] for k, v in flatten_op(value).items()}
         out[key] = flat[""] if list(flat) == [""] else unflatten_op(flat)
     return out
+
+
+def _value_function(spec: Any, owner: str) -> ValueFunction:
+    """The value network of `value_function_spec`: the network itself (layer list or network spec),
+    or the original RLgraph's `ValueFunction` spec {"network_spec": ..., ...} (optional "type"
+    "value-function") whose keys are `ValueFunction`'s arguments."""
+    if not (isinstance(spec, dict) and "network_spec" in spec):
+        return ValueFunction(spec, scope="value-function")
+    args = dict(spec)
+    type_ = args.pop("type", None)
+    if type_ is not None and str(type_).lower().replace("_", "-") != "value-function":
+        raise RLGraphSpecError("a value_function_spec with network_spec is a value-function spec",
+                               where=f"{owner}(value_function_spec.type)", expected='"value-function" (or no type)',
+                               received=repr(type_), hint="give the network's own spec without the network_spec key.")
+    args.setdefault("scope", "value-function")
+    return construct(ValueFunction, [], args)  # (Checks the keys against ValueFunction's arguments.)
 
 
 __all__ = ["PolicyGradientAgent", "PGUpdate", "PG_BATCH_KEYS", "row_subset"]

@@ -39,10 +39,9 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
 NAN_CHECK_MODES = ("raise", "warn", "off")
 # Keys of earlier rlgraph versions that are gone -> why (the hint of the unknown-key error).
 REMOVED_KEYS = {"torch_call_plans": "PyTorch's call plans are derived at build and always used (see "
-                                    "docs/components.md); remove the key.",
-                "ray_spec": "the distributed executors read it (ApexExecutor, `rlgraph train`; see "
-                            "docs/distributed.md) and take it out before they build agents; an agent "
-                            "built directly runs in one process: remove the key."}
+                                    "docs/components.md); remove the key."}
+# (The original RLgraph's keys, e.g. execution_spec.ray_spec or session_config, are mapped or dropped
+# with a warning before these checks: see original_keys.py.)
 # Read by `rlgraph train` (rlgraph/execution/training.py) except saver_spec.directory, the default
 # path of `Agent.store_model`/`load_model`, and summary_regexp, which the graph builder applies.
 SAVER_SPEC_DEFAULTS: Dict[str, Any] = {
@@ -100,8 +99,8 @@ def check_number(value: Any, name: str, owner: str, low: Optional[float] = None,
         value: The value to check.
         name: Its key path, e.g. "update_spec.sync_tau" (named in the message).
         owner: The class or function that takes the spec (the error's `where` is "owner(name)").
-        low, high: The bounds (None: unbounded); `low_inclusive`/`high_inclusive` say whether
-            they belong to the range.
+        low: The lower bound (None: unbounded); `low_inclusive` says whether it belongs to the range.
+        high: The upper bound (None: unbounded); `high_inclusive` says whether it belongs to the range.
         integer: Demand an integer.
         allow_none: Let None through (returned as None).
         hint: The error's hint.

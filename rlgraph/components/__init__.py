@@ -54,16 +54,24 @@ COMPONENT_NAMES = {
     "generalized-advantage-estimation": "GeneralizedAdvantageEstimation", "gae": "GeneralizedAdvantageEstimation",
     "sequence-helper": "SequenceHelper", "softmax-component": "SoftMax", "clipping": "Clipping",
     "loss-function": "LossFunction", "dqn-loss-function": "DQNLossFunction", "dqn-loss": "DQNLossFunction",
+    "dqfd-loss-function": "DQFDLossFunction", "dqfd-loss": "DQFDLossFunction",
     "impala-loss-function": "IMPALALossFunction", "impala-loss": "IMPALALossFunction",
     "ppo-loss-function": "PPOLossFunction", "ppo-loss": "PPOLossFunction",
     "actor-critic-loss-function": "ActorCriticLossFunction", "actor-critic-loss": "ActorCriticLossFunction",
     "sac-loss-function": "SACLossFunction", "sac-loss": "SACLossFunction",
     "euclidean-distance-loss": "EuclideanDistanceLoss", "categorical-cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "cross-entropy-loss": "CategoricalCrossEntropyLoss",
+    "container-loss": "ContainerLossFunction", "container-loss-function": "ContainerLossFunction",
     "synchronizable": "Synchronizable",
+    "container-merger": "ContainerMerger", "container-splitter": "ContainerSplitter", "slice": "Slice",
+    "batch-apply": "BatchApply", "batch-splitter": "BatchSplitter", "sampler": "Sampler",
+    "local-response-normalization": "LocalResponseNormalizationLayer",
+    "local-response-normalization-layer": "LocalResponseNormalizationLayer", "lrn": "LocalResponseNormalizationLayer",
     "distribution": "Distribution", "categorical": "Categorical", "normal": "Normal", "gaussian": "Normal",
     "multivariate-normal": "MultivariateNormal", "bernoulli": "Bernoulli", "beta": "Beta",
     "squashed-normal": "SquashedNormal", "gumbel-softmax": "GumbelSoftmax",
+    "joint-cumulative": "JointCumulativeDistribution", "joint-cumulative-distribution": "JointCumulativeDistribution",
+    "mixture": "MixtureDistribution", "mixture-distribution": "MixtureDistribution",
     "exploration": "Exploration", "epsilon-exploration": "EpsilonExploration", "noise": "Noise",
     "gaussian-noise": "GaussianNoise", "constant-noise": "ConstantNoise",
     "ornstein-uhlenbeck-noise": "OrnsteinUhlenbeckNoise", "ou-noise": "OrnsteinUhlenbeckNoise",
@@ -72,12 +80,23 @@ COMPONENT_NAMES = {
     "action-adapter": "ActionAdapter", "dueling-action-adapter": "DuelingActionAdapter",
     "baseline-action-adapter": "BaselineActionAdapter", "policy": "Policy", "dueling-policy": "DuelingPolicy",
     "shared-value-function-policy": "SharedValueFunctionPolicy", "actor-component": "ActorComponent",
+    "environment-stepper": "EnvironmentStepper", "variational-auto-encoder": "VariationalAutoEncoder",
+    "vae": "VariationalAutoEncoder",
     "optimizer": "Optimizer", "local-optimizer": "LocalOptimizer", "gradient-descent": "GradientDescentOptimizer",
     "gradient-descent-optimizer": "GradientDescentOptimizer", "sgd": "SGDOptimizer", "sgd-optimizer": "SGDOptimizer",
     "adam": "AdamOptimizer", "adam-optimizer": "AdamOptimizer", "nadam": "NadamOptimizer",
     "nadam-optimizer": "NadamOptimizer", "adagrad": "AdagradOptimizer", "adagrad-optimizer": "AdagradOptimizer",
     "adadelta": "AdadeltaOptimizer", "adadelta-optimizer": "AdadeltaOptimizer", "rmsprop": "RMSPropOptimizer",
     "rms-prop": "RMSPropOptimizer", "rmsprop-optimizer": "RMSPropOptimizer",
+    # The original RLgraph's spellings (docs/migrating.md).
+    "replay-buffer": "ReplayMemory", "prioritized": "PrioritizedReplay",
+    "prioritized-replay-buffer": "PrioritizedReplay", "fifo": "FIFOQueue", "fc": "DenseLayer", "fc-layer": "DenseLayer", "constant-decay": "Constant",
+    "ornstein-uhlenbeck": "OrnsteinUhlenbeckNoise", "categorical-distribution": "Categorical",
+    "normal-distribution": "Normal", "gaussian-distribution": "Normal", "bernoulli-distribution": "Bernoulli",
+    "beta-distribution": "Beta", "gumbel-softmax-distribution": "GumbelSoftmax", "squashed": "SquashedNormal",
+    "squashed-normal-distribution": "SquashedNormal", "multivariate-gaussian": "MultivariateNormal",
+    "categorical-cross-entropy": "CategoricalCrossEntropyLoss", "euclidian-distance": "EuclideanDistanceLoss",
+    "euclidian-distance-loss": "EuclideanDistanceLoss",
 }
 
 Component.__lookup_classes__ = {}
@@ -86,7 +105,30 @@ for _name, _cls_name in COMPONENT_NAMES.items():
         Component.__lookup_classes__[_name] = _namespace[_cls_name]
         Component.__lookup_classes__[_cls_name] = _namespace[_cls_name]
 
-__all__ = (["Component", "COMPONENT_NAMES"] + list(_layers_all) + list(_nn_all) + list(_memories_all) +
-           list(_helpers_all) + list(_losses_all) + list(_common_all) + list(_distributions_all) +
-           list(_explorations_all) + list(_adapters_all) + list(_policies_all) +
-           list(_optimizers_all))
+# Component types of the original RLgraph that are not here -> why, and what to use instead.
+_TF1_ONLY = "TF1 multi-GPU towers are gone; distributed training runs on Ray (docs/distributed.md)"
+_TYPED_ADAPTER = ("one ActionAdapter serves every action leaf, chosen by its space; pick the distribution with the "
+                  "policy's distributions_spec")
+_NOT_PORTED = "not ported: no agent here uses it"
+Component.__unsupported_types__ = {
+    "decay": 'the original\'s DecayComponent became the time-dependent parameters, e.g. "linear-decay"',
+    "conv2d-transpose": _NOT_PORTED, "conv2d-transpose-layer": _NOT_PORTED,
+    "negative-log-likelihood": _NOT_PORTED, "negative-log-likelihood-loss": _NOT_PORTED,
+    "neg-log-likelihood": _NOT_PORTED, "neg-log-likelihood-loss": _NOT_PORTED,
+    "horovod": "Horovod data-parallel training is not supported; distributed training runs on Ray",
+    "horovod-optimizer": "Horovod data-parallel training is not supported; distributed training runs on Ray",
+    "multi-gpu-synchronizer": _TF1_ONLY,
+    "staging-area": _TF1_ONLY,
+    "sac-value-function": "SAC builds its Q-networks from value_function_spec (a list of layers)",
+    "mem-prioritized-replay": "a numpy memory kept next to the graph, not a component: DQN and Ape-X agents take "
+                              "it as their memory_spec type",
+    "categorical-distribution-adapter": _TYPED_ADAPTER, "bernoulli-distribution-adapter": _TYPED_ADAPTER,
+    "normal-distribution-adapter": _TYPED_ADAPTER, "beta-distribution-adapter": _TYPED_ADAPTER,
+    "squashed-normal-adapter": _TYPED_ADAPTER, "squashed-normal-distribution-adapter": _TYPED_ADAPTER,
+    "gumbel-softmax-adapter": _TYPED_ADAPTER, "gumbel-softmax-distribution-adapter": _TYPED_ADAPTER,
+}
+
+__all__ = (["Component", "COMPONENT_NAMES"] + _layers_all + _nn_all + _memories_all +
+           _helpers_all + _losses_all + _common_all + _distributions_all +
+           _explorations_all + _adapters_all + _policies_all +
+           _optimizers_all)

@@ -36,6 +36,9 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
             (None: each variable decides).
         summary_regexp: Only summaries whose name matches this regexp are created.
         name: Alias of `scope`, kept for reference compatibility.
+        switched_off_apis: API method names (aliases allowed) that are not built: they do not
+            count for input-completeness, a root does not offer them, and calling one raises an
+            `RLGraphError`. An unknown name is an error at build.
     """
 
     __lookup_classes__: dict = {}
@@ -46,7 +49,7 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
 
     def __init__(self, *sub_components: Any, scope: Optional[str] = None, device: Optional[str] = None,
                  trainable: Optional[bool] = None, summary_regexp: Optional[str] = None,
-                 name: Optional[str] = None, **kwargs):
+                 name: Optional[str] = None, switched_off_apis: Optional[Iterable[str]] = None, **kwargs):
         if sub_components and isinstance(sub_components[0], str):
             if scope is not None:
                 raise RLGraphError("scope given twice", where=type(self).__name__,
@@ -54,7 +57,7 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
             scope, sub_components = sub_components[0], sub_components[1:]
         if kwargs:
             raise RLGraphError(f"unknown constructor argument(s) {sorted(kwargs)}", where=type(self).__name__,
-                               expected="scope, device, trainable, summary_regexp, name")
+                               expected="scope, device, trainable, summary_regexp, name, switched_off_apis")
         self.scope = scope or name or _default_scope(type(self))
         if "/" in self.scope:
             raise RLGraphError("a scope cannot contain '/'", where=type(self).__name__, received=repr(self.scope))
@@ -69,6 +72,9 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
         self.graph_fns: Dict[str, GraphFnInfo] = dict(class_graph_fns(type(self)))
         self.api_method_inputs: Dict[str, Any] = {}  # Argument -> space, as built (set by the build).
         self._init_variable_state()
+        self.switched_off_apis: frozenset = frozenset()
+        if switched_off_apis:
+            self.switch_off_apis(switched_off_apis)
         if sub_components:
             self.add_components(*sub_components)
 
@@ -185,6 +191,7 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
         Args:
             input_spaces: Argument name -> space (None: `api_method_inputs`); kept in `api_method_inputs`.
         """
+        self.check_switched_off_apis()
         spaces = dict(self.api_method_inputs if input_spaces is None else input_spaces)
         self.api_method_inputs = spaces
         if device is not None:

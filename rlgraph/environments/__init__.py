@@ -21,6 +21,17 @@ Environment.__lookup_classes__ = {
     "deepmind-lab": DeepmindLabEnv, "deepmind_lab": DeepmindLabEnv, "dm-lab": DeepmindLabEnv,
     "deepmind-lab-env": DeepmindLabEnv,
     "action-repeat": ActionRepeatEnv, "action-repeat-env": ActionRepeatEnv,
+    # The original RLgraph's spellings.
+    "grid-world-env": GridWorld, "sequential-vector": SequentialVectorEnv,
+}
+# Environment types of the original RLgraph that are not here -> why, and what to use instead.
+_TEST_ENV = "the original's test environment is not ported; use GridWorld or RandomEnv"
+_UNITY = ("Unity ML-Agents' Python API has changed since; wrap the Unity environment as a gym(nasium) env (ML-Agents "
+          "has a gym wrapper) and pass that object to OpenAIGymEnv(gym_env=...)")
+Environment.__unsupported_types__ = {
+    "deterministic": _TEST_ENV, "deterministic-env": _TEST_ENV, "gaussian-density": _TEST_ENV,
+    "gaussian-density-as-reward": _TEST_ENV, "gaussian-density-as-reward-env": _TEST_ENV,
+    "mlagents": _UNITY, "mlagents-env": _UNITY, "ml-agents": _UNITY,
 }
 
 __all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv", "AtariEnv",

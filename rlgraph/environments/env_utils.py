@@ -6,8 +6,9 @@ stays free of gymnasium, ale-py, OpenCV, DeepMind Lab, TensorFlow and PyTorch.
 from __future__ import annotations
 
 import importlib
+import re
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
@@ -92,3 +93,38 @@ def resolve_seed(seed: Optional[int]) -> int:
         raise RLGraphError("seeds must be non-negative", where="Environment.seed", expected="an int >= 0",
                            received=seed)
     return seed % (2 ** 31)
+
+
+# Atari ids of old gym that gymnasium/ale-py no longer register: <Game>[-ram][Deterministic]-v0/v4.
+_REMOVED_ATARI_ID = re.compile(r"^(?P<game>[A-Za-z]+?)(?P<ram>-ram)?(?P<variant>Deterministic|NoFrameskip)?"
+                               r"-v(?P<v>[04])$")
+
+
+def removed_atari_id_replacement(env_id: str, is_registered: Callable[[str], bool]) -> Optional[str]:
+    """The env spec that replaces an Atari id of old gym that is not registered any more, as text
+    for an error hint (None if `env_id` is no such id or no replacement is registered).
+
+    "PongDeterministic-v4" -> "ALE/Pong-v5" with frameskip 4 (3 for SpaceInvaders) and
+    repeat_action_probability 0.0 (v0: 0.25); "-ram" ids -> the id without "-ram" and
+    obs_type "ram" (which ale-py still registers for v0/v4).
+
+    Args:
+        env_id: The id given.
+        is_registered: Whether gym(nasium) registers an id (e.g. after registering ale-py's games).
+    """
+    match = _REMOVED_ATARI_ID.match(env_id)
+    if match is None or (not match["ram"] and match["variant"] != "Deterministic"):
+        return None
+    game, version = match["game"], match["v"]
+    ram = ', "obs_type": "ram"' if match["ram"] else ""
+    if match["variant"] == "Deterministic":
+        target = f"ALE/{game}-v5"
+        skip = 3 if game == "SpaceInvaders" else 4
+        settings = f'"frameskip": {skip}, "repeat_action_probability": {0.25 if version == "0" else 0.0}{ram}'
+    else:
+        target = f"{game}{match['variant'] or ''}-v{version}"
+        settings = ram.lstrip(", ")
+    if not is_registered(target):
+        return None
+    return (f'{env_id} was removed from gym; the same environment is {{"gym_env": "{target}", {settings}}} '
+            f"(keys of the environment spec, passed on to gymnasium.make).")

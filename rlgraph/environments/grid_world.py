@@ -7,75 +7,51 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from rlgraph.environments.environment import Environment
-from rlgraph.spaces import IntBox, Space
+from rlgraph.environments.grid_world_maps import FIELD_TYPES, MAPS
+from rlgraph.spaces import BoolBox, Dict, IntBox, Space
 from rlgraph.utils.rlgraph_errors import RLGraphError
-
-# Field types: 'S' start, ' ' free, 'W' wall, 'H' hole (ends the episode), 'F' fire, 'G' goal (ends the episode).
-FIELD_TYPES = "S WHFG"
-
-MAPS = {
-    "chain": ["G   S  F G"],
-    "2x2": ["SH",
-            " G"],
-    "4x4": ["S   ",
-            " H H",
-            "   H",
-            "H  G"],
-    "8x8": ["S       ",
-            "        ",
-            "   H    ",
-            "     H  ",
-            "   H    ",
-            " HH   H ",
-            " H  H H ",
-            "   H   G"],
-    "8x16": ["S      H        ",
-             "   H       HH   ",
-             "    FF   WWWWWWW",
-             "  H      W      ",
-             "    FF   W  H   ",
-             "         W      ",
-             "    FF   W      ",
-             "  H          H G"],
-    "16x16": ["S    H          ",
-              "       HH       ",
-              "  FF      W    W",
-              "      W         ",
-              "WWW   FF    H   ",
-              "          W     ",
-              "  FFFF     W    ",
-              "   H       H    ",
-              "        H       ",
-              "  H      HH     ",
-              "WWWW     WWWWWWW",
-              "  H   W   W     ",
-              "  FF  W  H  W   ",
-              "WWWW  WW   W    ",
-              "   FF    W      ",
-              "  H     H      G"],
-}
 
 # Rewards for entering a field; "rich" adds STEP_PENALTY to every step.
 FIELD_REWARDS = {"G": 1.0, "H": -1.0, "F": -0.5}
 STEP_PENALTY = -0.1
 REWARD_FUNCTIONS = ("sparse", "rich")
+ACTION_TYPES = ("udlr", "ftj", "ftjb")
+# What `save_mode` turns holes into: walls (True or "wall") or fire ("fire").
+SAVE_MODES = {"wall": "W", "fire": "F"}
 STATE_REPRESENTATIONS = ("discr", "xy", "xy+orientation", "camera")
 # Camera channels (one-hot per cell): the agent, then one channel per field type.
 CAMERA_CHANNELS = ("agent", "W", "H", "F", "G")
-# (row, column) deltas of the actions 0 up, 1 right, 2 down, 3 left.
+# (row, column) deltas of the actions 0 up, 1 right, 2 down, 3 left (also the "ftj" headings).
 MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
+FTJ_KEYS = ("forward", "turn", "jump")
+# The agent in a text rendering of an "ftj" world shows its heading (up, right, down, left).
+_HEADING_SYMBOLS = "^>v<"
 _COLORS = {" ": (255, 255, 255), "S": (220, 220, 220), "W": (60, 60, 60), "H": (20, 20, 120),
            "F": (230, 60, 30), "G": (40, 180, 60)}
 _AGENT_COLOR = (250, 200, 0)
 
 
 class GridWorld(Environment):
-    """A grid world in which the agent moves up, right, down or left; transitions are deterministic.
+    """A grid world in which the agent moves up, right, down or left (or forward, turns and jumps);
+    transitions are deterministic.
 
     Fields: 'S' start, ' ' free, 'W' wall (blocks, like the border), 'H' hole (ends the episode;
-    a wall in `save_mode`), 'F' fire (a negative reward, the episode goes on), 'G' goal (ends the
-    episode). Positions are (x, y) = (row, column), (0, 0) the upper left corner; the discrete
-    position is row-major, ``x * num_columns + y``.
+    a wall or fire in `save_mode`), 'F' fire (a negative reward, the episode goes on), 'G' goal
+    (ends the episode). Positions are (x, y) = (row, column), (0, 0) the upper left corner; the
+    discrete position is row-major, ``x * num_columns + y``.
+
+    Actions ("action_type"):
+        "udlr": IntBox(4): 0 up, 1 right, 2 down, 3 left.
+        "ftj": Dict(forward=IntBox(3), turn=IntBox(3), jump=IntBox(2)); the agent has a heading
+            (0 up, 1 right, 2 down, 3 left; up after a reset). A step first turns (turn 0 left,
+            1 not, 2 right), then moves one field (forward 0 backwards, 1 not, 2 forwards), then,
+            with jump 1 and unless the move ended on a hole or goal, moves two fields along the
+            heading. The jumped-over field has no effect (a hole, fire or goal there is passed);
+            walls and the border block each one-field move (the agent stays where it was blocked).
+            Only the field where the step ends gives reward and termination. Also accepted: a
+            dict missing some keys (turn 1, forward 1, jump 0 then) and one int in [0, 18),
+            ``turn * 6 + forward * 2 + jump``.
+        "ftjb": as "ftj" with jump=BoolBox().
 
     Rewards for entering a field: goal +1.0, hole -1.0, fire -0.5, anything else 0.0 ("sparse");
     "rich" adds -0.1 to every step (so reaching the goal in n steps returns 1.0 - 0.1 * n).
@@ -83,18 +59,21 @@ class GridWorld(Environment):
     States ("state_representation"):
         "discr": the discrete position (a Python int), IntBox(num_cells).
         "xy": [x, y], IntBox with high [num_rows, num_columns].
-        "xy+orientation": [x, y, o] with o the last action (0 after a reset), high [..., 4].
+        "xy+orientation": [x, y, o] with o the last action ("udlr"), or the heading ("ftj"); 0 after
+            a reset; high [..., 4]. ("discr", "xy" and "camera" do not show the heading.)
         "camera": uint8 one-hot image (num_rows, num_columns, 5) with the channels agent, wall, hole,
             fire, goal.
 
     Args:
-        world: A map name (see `MAPS`: "2x2", "4x4", "8x8", "8x16", "16x16", "chain") or a list of
-            equally long row strings made of the field letters (exactly one 'S').
-        save_mode: Whether holes become walls.
+        world: A map name (see `MAPS`: "2x2", "4x4", "8x8", "8x16", "16x16", "chain", "long-chain",
+            "4-room") or a list of equally long row strings made of the field letters (exactly one 'S').
+        save_mode: False (holes stay), True or "wall" (holes become walls), "fire" (holes become
+            fire: they cost but do not end the episode, as in the original RLgraph's code).
         reward_function: "sparse" or "rich".
         state_representation: "discr", "xy", "xy+orientation" or "camera".
         max_episode_steps: Optional time limit; reaching it gives info["truncated"] = True.
         seed: Seed for random starting positions (`reset(randomize=True)`).
+        action_type: "udlr", "ftj" or "ftjb" (see above).
 
     >>> env = GridWorld("4x4")
     >>> env.reset(), env.step(1)[:3]
@@ -103,23 +82,24 @@ class GridWorld(Environment):
 
     MAPS = MAPS
 
-    def __init__(self, world: Union[str, Sequence[str]] = "4x4", save_mode: bool = False,
+    def __init__(self, world: Union[str, Sequence[str]] = "4x4", save_mode: Union[bool, str] = False,
                  reward_function: str = "sparse", state_representation: str = "discr",
-                 max_episode_steps: Optional[int] = None, seed: Optional[int] = None):
+                 max_episode_steps: Optional[int] = None, seed: Optional[int] = None, action_type: str = "udlr"):
         self.world = self._parse_world(world)
-        if save_mode:
-            self.world[self.world == "H"] = "W"
-        self.save_mode = bool(save_mode)
+        self.save_mode = self._save_mode(save_mode)
+        if self.save_mode:
+            self.world[self.world == "H"] = SAVE_MODES[self.save_mode]
         self.n_row, self.n_col = self.world.shape
         self.reward_function = self._choose(reward_function, REWARD_FUNCTIONS, "reward_function")
         self.state_representation = self._choose(state_representation, STATE_REPRESENTATIONS, "state_representation")
+        self.action_type = self._choose(action_type, ACTION_TYPES, "action_type")
         if max_episode_steps is not None and (not isinstance(max_episode_steps, (int, np.integer))
                                               or isinstance(max_episode_steps, bool) or max_episode_steps < 1):
             raise RLGraphError("invalid time limit", where="GridWorld(max_episode_steps)",
                                expected="an int >= 1 or None", received=repr(max_episode_steps))
         self.max_episode_steps = max_episode_steps
         self.start_pos = tuple(int(v) for v in np.argwhere(self.world == "S")[0])
-        super().__init__(self._state_space(), IntBox(4), seed=seed)
+        super().__init__(self._state_space(), self._action_space(), seed=seed)
         self._goal_distances = self._compute_goal_distances()
         self._x, self._y = self.start_pos
         self.orientation = 0
@@ -144,8 +124,20 @@ class GridWorld(Environment):
         return np.array([list(row) for row in rows])
 
     @staticmethod
+    def _save_mode(save_mode: Union[bool, str]) -> Union[bool, str]:
+        """False, "wall" or "fire"."""
+        if save_mode is True:
+            return "wall"
+        if save_mode is False or save_mode is None:
+            return False
+        if isinstance(save_mode, str) and save_mode in SAVE_MODES:
+            return save_mode
+        raise RLGraphError("unknown save mode", where="GridWorld(save_mode)",
+                           expected='False, True, "wall" or "fire"', received=repr(save_mode))
+
+    @staticmethod
     def _choose(value: str, options: Tuple[str, ...], name: str) -> str:
-        if value not in options:
+        if not isinstance(value, str) or value not in options:
             raise RLGraphError(f"unknown {name.replace('_', ' ')}", where=f"GridWorld({name})",
                                expected="one of " + ", ".join(repr(o) for o in options), received=repr(value))
         return value
@@ -159,8 +151,14 @@ class GridWorld(Environment):
             return IntBox(0, np.array([self.n_row, self.n_col, 4]))
         return IntBox(0, 2, shape=(self.n_row, self.n_col, len(CAMERA_CHANNELS)), dtype="uint8")
 
+    def _action_space(self) -> Space:
+        if self.action_type == "udlr":
+            return IntBox(4)
+        jump = BoolBox() if self.action_type == "ftjb" else IntBox(2)
+        return Dict(forward=IntBox(3), turn=IntBox(3), jump=jump)
+
     def _compute_goal_distances(self) -> np.ndarray:
-        """Shortest number of steps from each cell to the nearest goal (-1: unreachable); holes block."""
+        """Shortest number of "udlr" steps from each cell to the nearest goal (-1: unreachable); holes block."""
         dist = np.full(self.world.shape, -1, dtype=np.int64)
         queue = deque()
         for x, y in np.argwhere(self.world == "G"):
@@ -231,7 +229,8 @@ class GridWorld(Environment):
         return [(self.get_discrete_pos(*self._move(x, y, self._check_action(action))), 1.0)]
 
     def get_dist_to_goal(self) -> Optional[int]:
-        """Steps on a shortest path from the agent to the nearest goal (avoiding holes); None if unreachable."""
+        """"udlr" steps on a shortest path from the agent to the nearest goal (avoiding holes, without
+        jumps); None if unreachable."""
         dist = int(self._goal_distances[self._x, self._y])
         return None if dist < 0 else dist
 
@@ -258,21 +257,63 @@ class GridWorld(Environment):
                                expected="an int in 0..3 (up, right, down, left)", received=repr(actions))
         return int(action)
 
+    def _check_ftj_action(self, actions: Any) -> Tuple[int, int, bool]:
+        """(turn, forward, jump) of an "ftj"/"ftjb" action: a dict or one int in [0, 18)."""
+        expected = ("a dict with 'forward' (0 back, 1 stay, 2 forward), 'turn' (0 left, 1 none, 2 right) "
+                    "and 'jump' (0/1 or a bool), or one int in 0..17 = turn * 6 + forward * 2 + jump")
+        if isinstance(actions, dict):
+            unknown = sorted(set(map(str, actions)) - set(FTJ_KEYS))
+            if unknown:
+                raise RLGraphError(f"unknown action key(s) {unknown}", where="GridWorld.step(actions)",
+                                   expected=expected, received=repr(actions))
+            values = [np.asarray(actions.get(key, default)) for key, default in (("turn", 1), ("forward", 1),
+                                                                                   ("jump", 0))]
+        else:
+            code = np.asarray(actions)
+            if code.shape not in ((), (1,)) or code.dtype.kind not in "iu" or not 0 <= int(code.reshape(())) < 18:
+                raise RLGraphError("invalid action", where="GridWorld.step(actions)", expected=expected,
+                                   received=repr(actions))
+            code = int(code.reshape(()))
+            values = [np.asarray(code // 6), np.asarray(code // 2 % 3), np.asarray(code % 2)]
+        ok = all(v.shape == () for v in values) and all(v.dtype.kind in "iu" and 0 <= int(v) < 3 for v in values[:2])
+        ok = ok and values[2].dtype.kind in "iub" and int(values[2]) in (0, 1)
+        if not ok:
+            raise RLGraphError("invalid action", where="GridWorld.step(actions)", expected=expected,
+                               received=repr(actions))
+        return int(values[0]), int(values[1]), bool(values[2])
+
+    def _move_ftj(self, turn: int, forward: int, jump: bool) -> None:
+        self.orientation = (self.orientation + turn - 1) % 4
+        if forward != 1:
+            direction = self.orientation if forward == 2 else (self.orientation + 2) % 4
+            self._x, self._y = self._move(self._x, self._y, direction)
+        if jump and self.world[self._x, self._y] not in "HG":
+            # Two one-field moves; only the landing field counts (`step` reads it).
+            for _ in range(2):
+                self._x, self._y = self._move(self._x, self._y, self.orientation)
+
     def step(self, actions: Any, set_discrete_pos: Optional[int] = None) -> tuple:
         """Moves the agent; walls and the border block (the agent stays).
 
         Args:
-            actions: 0 up, 1 right, 2 down, 3 left.
+            actions: "udlr": 0 up, 1 right, 2 down, 3 left. "ftj"/"ftjb": a dict with "forward",
+                "turn" and "jump" (see the class docstring).
             set_discrete_pos: Optional position to put the agent on before acting.
 
         Returns:
             (state, reward, terminal, info); info holds "terminated", "truncated" and the entered "field".
         """
-        action = self._check_action(actions)
+        if self.action_type == "udlr":
+            action = self._check_action(actions)
+        else:
+            turn, forward, jump = self._check_ftj_action(actions)
         if set_discrete_pos is not None:
             self._x, self._y = self._xy(set_discrete_pos)
-        self._x, self._y = self._move(self._x, self._y, action)
-        self.orientation = action
+        if self.action_type == "udlr":
+            self._x, self._y = self._move(self._x, self._y, action)
+            self.orientation = action
+        else:
+            self._move_ftj(turn, forward, jump)
         self._steps += 1
         field = str(self.world[self._x, self._y])
         reward = FIELD_REWARDS.get(field, 0.0) + (STEP_PENALTY if self.reward_function == "rich" else 0.0)
@@ -296,7 +337,7 @@ class GridWorld(Environment):
         return camera
 
     def render(self, mode: str = "text", cell_size: int = 8) -> Any:
-        """Draws the grid with the agent as 'X'.
+        """Draws the grid with the agent as 'X' (in "ftj" worlds its heading: '^', '>', 'v' or '<').
 
         Args:
             mode: "text" (returns the rows joined by newlines), "human" (prints and returns them)
@@ -311,11 +352,12 @@ class GridWorld(Environment):
             raise RLGraphError("unknown render mode", where="GridWorld.render(mode)",
                                expected="'text', 'human' or 'rgb_array'", received=repr(mode))
         rows = self.world.copy()
-        rows[self._x, self._y] = "X"
+        rows[self._x, self._y] = "X" if self.action_type == "udlr" else _HEADING_SYMBOLS[self.orientation]
         text = "\n".join("".join(row) for row in rows)
         if mode == "human":
             print(text)
         return text
 
     def __str__(self) -> str:
-        return f"GridWorld({self.n_row}x{self.n_col}, state={self.state_representation!r})"
+        actions = "" if self.action_type == "udlr" else f", actions={self.action_type!r}"
+        return f"GridWorld({self.n_row}x{self.n_col}, state={self.state_representation!r}{actions})"

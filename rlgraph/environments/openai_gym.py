@@ -6,7 +6,7 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.environments.env_utils import (ATARI_INSTALL_HINT, RLGraphMissingDependencyError, import_gym,
-                                            legacy_gym_has_new_api, resolve_seed)
+                                            legacy_gym_has_new_api, removed_atari_id_replacement, resolve_seed)
 from rlgraph.environments.environment import Environment
 from rlgraph.spaces import FloatBox, IntBox, Space, space_from_gym
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
@@ -56,7 +56,9 @@ class OpenAIGymEnv(Environment):
 
     Raises:
         RLGraphError: For invalid arguments or an id that gymnasium cannot make.
-        RLGraphSpecError: If the env's constructor rejects `kwargs`.
+        RLGraphSpecError: If the env's constructor rejects `kwargs`, or for an id gymnasium does not
+            register (any more); the hint names the replacement (e.g. "Pendulum-v1" for
+            "Pendulum-v0", "ALE/Pong-v5" with its frameskip settings for "PongDeterministic-v4").
         RLGraphMissingDependencyError: If neither gymnasium nor gym is installed, or an ALE id is
             given without ale-py.
     """
@@ -114,8 +116,14 @@ class OpenAIGymEnv(Environment):
         try:
             env = self.gym.make(gym_env, **make_kwargs)
         except self.gym.error.Error as error:
-            raise RLGraphError("gym cannot make this environment", where="OpenAIGymEnv(gym_env)",
-                               received=repr(gym_env), hint=str(error)) from None
+            # An id gym does not know (or knows as deprecated) is a spec error; gymnasium's message
+            # names the new version, and for Atari ids it dropped we name the replacement.
+            unknown = tuple(getattr(self.gym.error, n) for n in ("UnregisteredEnv", "DeprecatedEnv")
+                            if isinstance(getattr(self.gym.error, n, None), type))
+            replacement = removed_atari_id_replacement(gym_env, lambda i: self._entry_point(i) is not None)
+            raise (RLGraphSpecError if isinstance(error, unknown) else RLGraphError)(
+                "gym cannot make this environment", where="OpenAIGymEnv(gym_env)", received=repr(gym_env),
+                hint=" ".join(filter(None, (str(error), replacement)))) from None
         except TypeError as error:  # Usually a keyword argument the env's constructor does not take.
             raise RLGraphSpecError("gymnasium.make rejected the arguments", where=f"OpenAIGymEnv({gym_env!r})",
                                    received=f"keys {sorted(make_kwargs)}", hint=str(error)) from None

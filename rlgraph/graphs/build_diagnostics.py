@@ -10,15 +10,17 @@ from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphInputIncompleteErr
 
 def expand_var_positional(root, input_spaces: Dict[str, Any]) -> Dict[str, Any]:
     """Lets `*args` items be given under the bare name: `inputs=space` means `inputs[0]`, and
-    `inputs=[space0, space1]` (a python list) means `inputs[0]` and `inputs[1]`."""
+    `inputs=[space0, space1]` (a python list) means `inputs[0]` and `inputs[1]`. A name that is
+    also a plain argument of another API method (`apply(*inputs)` next to `hidden(inputs)`) gives
+    its space to both."""
     var_names = {info.var_positional for info in root.api_methods.values() if info.var_positional}
     arg_names = {a for info in root.api_methods.values() for a in info.arg_names}
     out = {}
     for key, value in input_spaces.items():
-        if key in var_names and key not in arg_names:
-            items = value if isinstance(value, list) else [value]
+        if key in var_names and f"{key}[0]" not in input_spaces:
+            items = value if isinstance(value, list) and key not in arg_names else [value]
             out.update({f"{key}[{i}]": item for i, item in enumerate(items)})
-        else:
+        if key not in var_names or key in arg_names:
             out[key] = value
     return out
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from rlgraph.backend_system import get_backend, normalize_backend
+from rlgraph.components.api_aliases import class_aliases, resolve_api_name
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphNonFiniteError
@@ -46,6 +47,7 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         self.root_component = None
         self.build_stats = BuildStats()
         self._converters: Dict[str, list] = {}
+        self._api_aliases: Dict[str, str] = {}  # Alias -> root API method (e.g. "call" -> "apply").
 
     @classmethod
     def resolve_type(cls, type_: Any):
@@ -90,6 +92,8 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             api: ([make_converter(space, f"{root_components.global_scope}.{api}({name})", self._to_tensor)
                    for name, space in args], len(root_components.api_methods[api].required))
             for api, args in self.graph_builder.api_signatures.items()}
+        self._api_aliases = {alias: api for alias, api in class_aliases(type(root_components)).items()
+                             if api in self._converters}
         self._after_build()
         # Re-seed so that runs do not depend on how many random ops the build's trace drew.
         self.seed(self.execution_spec.get("seed"))
@@ -150,9 +154,9 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             name, inputs, keys = (tuple(call) + (None, None))[:3]
         entry = self._converters.get(name)
         if entry is None:
-            raise RLGraphError(f"no root API method '{name}'", where=self._where(),
-                               expected=sorted(self._converters),
-                               hint=f"did you mean '{closest_match(name, list(self._converters))}'?")
+            # Only names that are no root API method get here: an alias (`call` for `apply`) or an error.
+            name = self._api_aliases.get(name) or self._resolve_api_name(name)
+            entry = self._converters[name]
         if inputs is None:
             args = []
         elif isinstance(inputs, list):
@@ -183,6 +187,24 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         if keys is not None:
             output = _pick(output, keys, name)  # Before the conversion: unpicked outputs are not copied.
         return self._to_numpy(output)
+
+    def _resolve_api_name(self, name: str) -> str:
+        """The root API method that `name` names: itself or the method it is an alias of (`call` for
+        `apply`, see `ApiAlias`).
+
+        Raises:
+            RLGraphError: If there is no such root API method, or it is switched off.
+        """
+        root = self.root_component
+        resolved = resolve_api_name(root, name) if root is not None else name
+        if resolved in self._converters:
+            return resolved
+        if resolved in getattr(root, "switched_off_apis", ()):
+            raise RLGraphError(f"root API method '{name}' is switched off", where=f"{self._where()}.{name}",
+                               expected=sorted(self._converters),
+                               hint="remove it from the component's switched_off_apis to build and call it.")
+        raise RLGraphError(f"no root API method '{name}'", where=self._where(), expected=sorted(self._converters),
+                           hint=f"did you mean '{closest_match(name, list(self._converters))}'?")
 
     def _where(self) -> str:
         return getattr(self.root_component, "global_scope", type(self).__name__)

@@ -14,8 +14,11 @@ from rlgraph.utils.util import convert_dtype
 class FloatBox(BoxSpace):
     """A box in R^n. A missing bound means unbounded on that side.
 
-    Random samples are uniform in [low, high] where both bounds are finite, standard normal
-    where neither is, and `low + Exp(1)` / `high - Exp(1)` where only one is.
+    Random samples (`sample()`) are, per element, uniform in [low, high] where both bounds are
+    finite, standard normal N(0, 1) where neither is, and `low + Exp(1)` / `high - Exp(1)` (an
+    exponential of mean 1) where only one is. They come from the space's own generator after
+    `seed(n)` (the same seed gives the same samples), else from numpy's global one. (The
+    original RLgraph drew unbounded elements uniformly from [0, 1).)
 
     Args:
         low: Lower bound(s) (inclusive); None: -inf.

@@ -1,7 +1,8 @@
 """Assertions for tests of components and agents (part of the public API)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+import os
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -20,7 +21,7 @@ def recursive_assert_almost_equal(x: Any, y: Any, decimals: int = 7, atol: Optio
         false: Assert that the values differ instead.
 
     Raises:
-        AssertionError: Naming the path ("['a'][1]") of the first difference.
+        AssertionError: Naming the path (`['a'][1]`) of the first difference.
     """
     if false:
         try:
@@ -55,3 +56,41 @@ def recursive_assert_almost_equal(x: Any, y: Any, decimals: int = 7, atol: Optio
         np.testing.assert_allclose(x_arr, y_arr, rtol=rtol or 0.0, atol=atol or 0.0, err_msg=f"at {where}")
     else:
         np.testing.assert_array_almost_equal(x_arr, y_arr, decimal=decimals, err_msg=f"at {where}")
+
+
+def config_from_path(path: str, root: Optional[str] = None) -> Any:
+    """Reads an agent config (JSON or YAML) the way the original's tests did, with rlgraph's safe
+    spec-file loader (`load_spec_file`: data only, no code runs; size and depth limits).
+
+    A relative `path` is looked up in `root` if given (only there, as in the original), else
+    in the checkout's top directory and its `configs/` folder (where rlgraph's shipped configs
+    live: `config_from_path("configs/dqn_cartpole.json")` and `config_from_path("dqn_cartpole.json")`
+    both work), else in the working directory.
+
+    Args:
+        path: The config file.
+        root: The directory that a relative `path` is relative to.
+
+    Returns:
+        The config (a dict, or a list).
+
+    Raises:
+        RLGraphSpecError: If no file is found (the message lists the places tried) or it cannot be read.
+    """
+    from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+    from rlgraph.utils.specifiable import load_spec_file
+    for candidate in _config_candidates(path, root):
+        if os.path.isfile(candidate):
+            return load_spec_file(candidate)
+    raise RLGraphSpecError("config file not found", where="config_from_path", received=repr(path),
+                           expected=f"a file at one of {_config_candidates(path, root)}")
+
+
+def _config_candidates(path: str, root: Optional[str]) -> List[str]:
+    path = os.path.expanduser(path)
+    if os.path.isabs(path):
+        return [path]
+    if root:
+        return [os.path.join(root, path)]
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [os.path.join(checkout, path), os.path.join(checkout, "configs", path), os.path.abspath(path)]

@@ -6,10 +6,10 @@ from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGrap
                                           RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphSpaceError,
                                           RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
-from rlgraph.utils.util import convert_dtype, force_list, force_tuple
+from rlgraph.utils.util import SMALL_NUMBER, convert_dtype, force_list, force_tuple, root_logger
 
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
            "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphExportError",
            "RLGraphNonFiniteError",
-           "Specifiable", "convert_dtype", "force_list", "force_tuple"]
+           "Specifiable", "convert_dtype", "force_list", "force_tuple", "SMALL_NUMBER", "root_logger"]

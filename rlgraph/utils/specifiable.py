@@ -4,6 +4,8 @@ A class family declares `__lookup_classes__` (name -> class). Names are matched 
 normalisation (lower case; "-", "_", "." and spaces removed), so "float-box", "FloatBox" and
 "float_box" all name the same class. Python types may be keys too (`float` -> FloatBox).
 `__default_constructor__` names the class used when a spec gives no "type".
+`__unsupported_types__` (name -> reason) lists names that the family knew in the original
+RLgraph but does not have here: a spec naming one gets an error with the reason.
 
 Constructor keys are validated before the constructor runs: an unknown key raises an
 `RLGraphSpecError` that lists the valid keys and the closest match.
@@ -95,10 +97,12 @@ class Specifiable:
     Class attributes:
         __lookup_classes__: name (or python type) -> class, for this class family.
         __default_constructor__: class used when a spec gives no "type" (default: the class itself).
+        __unsupported_types__: name -> why the type is not available (and what to use instead).
     """
 
     __lookup_classes__: DictT[Any, type] = {}
     __default_constructor__: Optional[Callable] = None
+    __unsupported_types__: DictT[str, str] = {}
 
     @classmethod
     def _lookup_table(cls) -> DictT[Any, type]:
@@ -129,7 +133,8 @@ class Specifiable:
 
         Raises:
             RLGraphSpecError: If the hint names nothing known (the message lists the known names),
-                or names something that is not a class of the family.
+                a type of the original RLgraph listed in `__unsupported_types__` (the message says
+                why), or something that is not a class of the family.
         """
         if type_ is None:
             return cls.__default_constructor__ or cls
@@ -140,6 +145,11 @@ class Specifiable:
                 return table[key]
             if "." in type_.strip("."):
                 return cls._check_family(_import_dotted(type_, cls), type_)
+            unsupported = {normalize_type_name(k): v for k, v in cls.__unsupported_types__.items()}
+            if key in unsupported:
+                raise RLGraphSpecError(f"type {type_!r} of the original RLgraph is not supported",
+                                       where=f"{cls.__name__}.from_spec", received=repr(type_),
+                                       hint=unsupported[key])
             names = sorted(k for k in cls.__lookup_classes__ if isinstance(k, str))
             guess = closest_match(key, [normalize_type_name(n) for n in names])
             guess_name = next((n for n in names if normalize_type_name(n) == guess), None)

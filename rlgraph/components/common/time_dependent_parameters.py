@@ -8,7 +8,12 @@ The family: `Constant`, `LinearDecay`, `PolynomialDecay` and `ExponentialDecay`,
     [1.0, 0.05]                          -> LinearDecay(from_=1.0, to_=0.05)  (the original RLgraph's form)
     ["polynomial", 1.0, 0.0, 2.0]        -> PolynomialDecay(from_=1.0, to_=0.0, power=2.0)
     ["exponential", 1.0, 0.01]           -> ExponentialDecay(from_=1.0, to_=0.01)
+    ["exponential", 1.0, 0.0, 0.1]       -> ExponentialDecay(from_=1.0, to_=0.0, decay_rate=0.1)
     {"type": "linear-decay", "from": 1.0, "to": 0.1}   ("from"/"to" alias "from_"/"to_")
+
+The original RLgraph's spellings resolve too: "constant_decay" with "constant_value", "lin",
+"poly", "exp", and ExponentialDecay's "decay_rate"; its step-based keys (`ORIGINAL_STEP_KEYS`)
+are refused with a hint, since schedules here run on the fraction of training done.
 
 The family shares one module: the classes are a few lines each and the spec parsing needs all
 of them.
@@ -27,6 +32,13 @@ from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 _KEY_ALIASES = {"from": "from_", "to": "to_"}
+# Keys of the original RLgraph's schedules that have no counterpart here -> what to write instead.
+ORIGINAL_STEP_KEYS = {
+    "start_timestep": "start_percentage (= start_timestep / execution_spec.max_timesteps)",
+    "num_timesteps": "stop_percentage (= (start_timestep + num_timesteps) / execution_spec.max_timesteps)",
+    "decay_steps": "stop_percentage (a fraction of execution_spec.max_timesteps)",
+    "resolution": "nothing: values are computed from the time percentage exactly; remove the key",
+}
 
 
 def _is_number(value: Any) -> bool:
@@ -180,6 +192,8 @@ class TimeDependentParameter(Component):
             return super().from_spec(ctor, **{**dict(zip(names, spec[1:])), **_rename(kwargs)})
         if isinstance(spec, dict):
             spec = _rename(spec)
+            _refuse_step_keys(spec)
+        _refuse_step_keys(kwargs)
         return super().from_spec(spec, **_rename(kwargs))
 
     @classmethod
@@ -203,11 +217,21 @@ def _rename(spec: dict) -> dict:
     return out
 
 
+def _refuse_step_keys(spec: dict) -> None:
+    given = sorted(set(spec) & set(ORIGINAL_STEP_KEYS))
+    if given:
+        raise RLGraphSpecError(f"schedule key(s) {given} of the original RLgraph are not supported",
+                               where="TimeDependentParameter.from_spec", received=given,
+                               hint="schedules run on the fraction of training done, not on step counts: use "
+                                    + "; ".join(f"for {k}: {ORIGINAL_STEP_KEYS[k]}" for k in given) + ".")
+
+
 class Constant(TimeDependentParameter):
     """A value that does not change with time.
 
     Args:
         value: The constant.
+        constant_value: The original RLgraph's name of `value` (give one of them).
         scope: Default "constant".
 
     >>> Constant(0.5).value_at([0.0, 1.0]).tolist()
@@ -216,8 +240,13 @@ class Constant(TimeDependentParameter):
 
     short_form_args = ("value",)
 
-    def __init__(self, value: float = 0.0, scope: str = "constant", **kwargs):
-        value = check_number(value, "value", type(self).__name__)
+    def __init__(self, value: Optional[float] = None, constant_value: Optional[float] = None,
+                 scope: str = "constant", **kwargs):
+        if value is not None and constant_value is not None:
+            raise RLGraphSpecError("value and constant_value both given", where=f"{type(self).__name__}(value)",
+                                   received=f"{value!r} and {constant_value!r}", hint="give one of them.")
+        value = constant_value if value is None else value
+        value = check_number(0.0 if value is None else value, "value", type(self).__name__)
         given = sorted(key.rstrip("_") for key in ("from_", "to_") if key in kwargs)
         if given:  # A decay spec turned into a constant one: its end points would clash with `value`.
             raise RLGraphSpecError(f"a constant has no {' or '.join(given)}", where=type(self).__name__,
@@ -322,30 +351,51 @@ class ExponentialDecay(_Decay):
     Args:
         from_: Start value.
         to_: The asymptote.
-        half_life: Fraction of the decay period after which the distance to `to_` has halved (> 0).
+        half_life: Fraction of the decay period after which the distance to `to_` has halved (> 0;
+            default 0.1).
+        decay_rate: Instead of `half_life`, the original RLgraph's parameter: the fraction of the
+            distance left at `stop_percentage`, in (0, 1) (value = to_ + (from_ - to_) * decay_rate ** p;
+            half_life = ln 0.5 / ln decay_rate).
         start_percentage: Time percentage where the decay starts.
         stop_percentage: Time percentage where it ends (the value stays constant afterwards).
         scope: Default "exponential-decay".
 
     >>> ExponentialDecay(from_=1.0, to_=0.0, half_life=0.5).value_at(0.5)
     0.5
+    >>> round(ExponentialDecay(from_=1.0, to_=0.0, decay_rate=0.1).value_at(1.0), 6)
+    0.1
     """
 
-    short_form_args = ("from_", "to_", "half_life", "start_percentage", "stop_percentage")
+    # (The third value is the original RLgraph's decay_rate, so that its list specs mean the same.)
+    short_form_args = ("from_", "to_", "decay_rate", "start_percentage", "stop_percentage")
 
-    def __init__(self, from_: float = 1.0, to_: float = 0.0, half_life: float = 0.1, start_percentage: float = 0.0,
-                 stop_percentage: float = 1.0, scope: str = "exponential-decay", **kwargs):
+    def __init__(self, from_: float = 1.0, to_: float = 0.0, half_life: Optional[float] = None,
+                 decay_rate: Optional[float] = None, start_percentage: float = 0.0, stop_percentage: float = 1.0,
+                 scope: str = "exponential-decay", **kwargs):
         super().__init__(from_=from_, to_=to_, start_percentage=start_percentage, stop_percentage=stop_percentage,
                          scope=scope, **kwargs)
-        self.half_life = check_number(half_life, "half_life", type(self).__name__, low=0.0, low_open=True)
+        where = type(self).__name__
+        if decay_rate is not None:
+            if half_life is not None:
+                raise RLGraphSpecError("half_life and decay_rate both given", where=f"{where}(decay_rate)",
+                                       received=f"{half_life!r} and {decay_rate!r}", hint="give one of them.")
+            decay_rate = check_number(decay_rate, "decay_rate", where, low=0.0, low_open=True)
+            if decay_rate >= 1.0:
+                raise RLGraphSpecError("decay_rate must be < 1", where=f"{where}(decay_rate)",
+                                       expected="a fraction in (0, 1)", received=repr(decay_rate),
+                                       hint='1.0 means no decay: use {"type": "constant", "value": from}.')
+            half_life = float(np.log(0.5) / np.log(decay_rate))
+        self.half_life = check_number(0.1 if half_life is None else half_life, "half_life", where, low=0.0,
+                                      low_open=True)
 
     def _decay(self, p: Any) -> Any:
         return self.to_ + (self.from_ - self.to_) * 0.5 ** (p / self.half_life)
 
 
+# Canonical names first; "constant-decay", "lin", "poly" and "exp" are the original RLgraph's spellings.
 TimeDependentParameter.__lookup_classes__ = {
-    "constant": Constant, "constant-parameter": Constant,
-    "linear": LinearDecay, "linear-decay": LinearDecay,
-    "polynomial": PolynomialDecay, "polynomial-decay": PolynomialDecay,
-    "exponential": ExponentialDecay, "exponential-decay": ExponentialDecay,
+    "constant": Constant, "constant-parameter": Constant, "constant-decay": Constant,
+    "linear": LinearDecay, "linear-decay": LinearDecay, "lin": LinearDecay,
+    "polynomial": PolynomialDecay, "polynomial-decay": PolynomialDecay, "poly": PolynomialDecay,
+    "exponential": ExponentialDecay, "exponential-decay": ExponentialDecay, "exp": ExponentialDecay,
 }

@@ -51,6 +51,21 @@ class _TFMaths:
         return x if x.dtype.is_floating else tf.cast(x, tf.float32)
 
     def argmax_last(self, x): return self._tf().argmax(x, axis=-1, output_type=self._tf().int32)
+    def stack_last(self, xs): return self._tf().stack(list(xs), axis=-1)
+    def logsumexp_last(self, x): return self._tf().reduce_logsumexp(x, axis=-1)
+
+    def sum_from(self, x, axis: int):
+        """x summed over its axes `axis`, `axis` + 1, ... (unchanged if it has no more axes)."""
+        rank = x.shape.rank
+        return self._tf().reduce_sum(x, axis=list(range(axis, rank))) if rank > axis else x
+
+    def expand_last(self, x, rank: int):
+        """x with trailing unit axes added up to `rank` (to broadcast against a rank-`rank` tensor)."""
+        for _ in range(rank - x.shape.rank):
+            x = self._tf().expand_dims(x, -1)
+        return x
+
+    def rank(self, x) -> int: return x.shape.rank
 
     def one_hot(self, indices, depth: int, like):
         return self._tf().one_hot(indices, depth, dtype=like.dtype)
@@ -122,6 +137,16 @@ class _TorchMaths:
         return x if x.is_floating_point() else x.to(torch.float32)
 
     def argmax_last(self, x): return self._torch().argmax(x, dim=-1).to(self._torch().int32)
+    def stack_last(self, xs): return self._torch().stack(list(xs), dim=-1)
+    def logsumexp_last(self, x): return self._torch().logsumexp(x, dim=-1)
+
+    def sum_from(self, x, axis: int):
+        return x.sum(dim=tuple(range(axis, x.dim()))) if x.dim() > axis else x
+
+    def expand_last(self, x, rank: int):
+        return x[(...,) + (None,) * (rank - x.dim())] if rank > x.dim() else x
+
+    def rank(self, x) -> int: return x.dim()
 
     def one_hot(self, indices, depth: int, like):
         return self._torch().nn.functional.one_hot(indices.long(), depth).to(like.dtype)

@@ -264,6 +264,23 @@ class BoundDistribution:
         return self.distribution._kl(self.parameters, other.parameters)
 
 
+def sub_distribution(spec: Any, scope: str, where: str) -> Distribution:
+    """A distribution from a spec ("normal", {"type": "beta", ...}) or a Distribution object (kept
+    as it is), for use inside another distribution's graph functions (not as a sub-component)."""
+    if isinstance(spec, Distribution):
+        return spec
+    if isinstance(spec, str):
+        spec = {"type": spec}
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        spec.setdefault("scope", scope)
+    distribution = Distribution.from_spec(spec)
+    if not isinstance(distribution, Distribution):
+        raise RLGraphSpecError("the spec does not describe a distribution", where=where, received=repr(spec),
+                               expected='a Distribution or its spec ("categorical", {"type": "normal"}, ...)')
+    return distribution
+
+
 def check_bounds(low: Any, high: Any, where: str) -> tuple:
     """(low, high) as floats for a bounded distribution; raises RLGraphSpecError unless finite and low < high."""
     for name, value in (("low", low), ("high", high)):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from rlgraph.components.api_aliases import ApiAlias
 from rlgraph.components.component import Component
 from rlgraph.spaces import Space
 from rlgraph.utils.decorators import graph_fn, rlgraph_api  # noqa: F401 (re-exported)
@@ -16,8 +17,11 @@ class Layer(Component):
     shape or dtype of its input, `get_preprocessed_space`.
 
     API:
-        apply(*inputs): The layer's outputs for `inputs`.
+        apply(*inputs): The layer's outputs for `inputs` (alias `call`, the original's name: a
+            subclass may define `call` / `_graph_fn_call` instead, see `ApiAlias`).
     """
+
+    call = ApiAlias("apply")
 
     def __init__(self, scope: str = "layer", **kwargs):
         super().__init__(scope=scope, **kwargs)

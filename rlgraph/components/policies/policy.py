@@ -51,7 +51,8 @@ class Policy(Component):
             {"output": [B, n], ...}) or its spec (e.g. a list of layer specs).
         action_space: The action space (required).
         action_adapter_spec: Extra `ActionAdapter` arguments for every leaf (dict, e.g.
-            {"weights_spec": 0.1, "activation": "tanh"}; may hold a "type").
+            {"weights_spec": 0.1, "activation": "tanh"}; may hold a "type"). An entry keyed by a key of
+            a Dict action space (e.g. "turn": {...}) applies to that leaf only.
         max_likelihood: Whether `get_action` / `get_action_and_log_prob` take the most likely
             action (True) or sample (False).
         distributions_spec: Optional {"bounded_distribution_type": "squashed-normal" | "beta" |
@@ -119,10 +120,20 @@ class Policy(Component):
 
     # --- Construction hooks ------------------------------------------------------------------------
     def _make_action_adapter(self, leaf: Space, index: int, parameterization: str) -> Component:
-        spec = dict(self.action_adapter_spec)
+        spec = self._leaf_adapter_spec(index)
         if "parameterization" not in spec and parameterization != "normal":
             spec["parameterization"] = parameterization
         return ActionAdapter.from_spec(spec, action_space=leaf, scope=f"action-adapter-{index}")
+
+    def _leaf_adapter_spec(self, index: int) -> dict:
+        """The adapter arguments of action leaf `index`: `action_adapter_spec` without the entries
+        keyed by action-space keys, updated with the entry of this leaf (the original RLgraph's
+        per-action form, e.g. {"turn": {...}, "forward": {...}} for a Dict action space)."""
+        keys = [key.lstrip("/") for key in self.flat_action_space]
+        keyed = {k for k, v in self.action_adapter_spec.items() if k in keys and k and isinstance(v, dict)}
+        spec = {k: v for k, v in self.action_adapter_spec.items() if k not in keyed}
+        spec.update(self.action_adapter_spec.get(keys[index], {}) if keys[index] in keyed else {})
+        return spec
 
     def _make_distribution(self, kind: str, leaf: Space, index: int, key: str):
         if kind == "categorical":

@@ -8,6 +8,8 @@ compute integer and bool inputs in float64.
 >>> rnp.softmax(np.array([1.0, 2.0, 3.0])).round(4)
 array([0.09  , 0.2447, 0.6652])
 """
+from rlgraph.utils.numpy.batches import *  # noqa: F401,F403
+from rlgraph.utils.numpy.distributions import *  # noqa: F401,F403
 from rlgraph.utils.numpy.images import *  # noqa: F401,F403
 from rlgraph.utils.numpy.layers import *  # noqa: F401,F403
 from rlgraph.utils.numpy.layers import _window_geometry  # noqa: F401
@@ -16,3 +18,4 @@ from rlgraph.utils.numpy.maths import *  # noqa: F401,F403
 from rlgraph.utils.numpy.maths import SELU_ALPHA, SELU_SCALE, _as_float, _float_dtype  # noqa: F401
 from rlgraph.utils.numpy.optimizers import *  # noqa: F401,F403
 from rlgraph.utils.numpy.returns import *  # noqa: F401,F403
+from rlgraph.utils.numpy.vae import *  # noqa: F401,F403

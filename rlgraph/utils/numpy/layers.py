@@ -1,4 +1,4 @@
-"""Numpy reference of the layers: dense, LSTM (with peepholes and cell clipping), conv2d, max-pool."""
+"""Numpy reference of the layers: dense, LSTM (with peepholes and cell clipping), conv2d, max-pool, LRN."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -183,8 +183,13 @@ def peephole_lstm_layer(inputs: np.ndarray, weights: np.ndarray, biases: np.ndar
     With `peepholes=None` and `cell_clip=None` this equals `lstm_layer`.
 
     Args:
-        inputs, weights, biases, initial_internal_states, time_major, forget_bias, sequence_length:
-            As in `lstm_layer` (initial states are (h0, c0)).
+        inputs: As in `lstm_layer`.
+        weights: As in `lstm_layer`.
+        biases: As in `lstm_layer`.
+        initial_internal_states: As in `lstm_layer`: (h0, c0).
+        time_major: As in `lstm_layer`.
+        forget_bias: As in `lstm_layer`.
+        sequence_length: As in `lstm_layer`.
         peepholes: (w_i, w_f, w_o), each [units]; None: no peepholes.
         cell_clip: Clip value of the cell state; None: no clipping.
 
@@ -214,3 +219,30 @@ def peephole_lstm_layer(inputs: np.ndarray, weights: np.ndarray, biases: np.ndar
         outputs.append(np.where(valid, h_new, np.zeros_like(h_new)))
     outputs = np.stack(outputs, axis=0)
     return (outputs if time_major else np.swapaxes(outputs, 0, 1)), (h, c)
+
+
+def local_response_normalization(x: np.ndarray, depth_radius: int = 5, bias: float = 1.0, alpha: float = 1.0,
+                                 beta: float = 0.5) -> np.ndarray:
+    """Local response normalization over the last axis, as `tf.nn.local_response_normalization`
+    defines it (Krizhevsky et al. 2012, section 3.3,
+    https://papers.nips.cc/paper/4824-imagenet-classification-with-deep-convolutional-neural-networks):
+
+        sqr_sum[..., d] = sum_{j = max(0, d - depth_radius)}^{min(C - 1, d + depth_radius)} x[..., j]**2
+        out[..., d] = x[..., d] / (bias + alpha * sqr_sum[..., d]) ** beta
+
+    (PyTorch's `local_response_norm` divides alpha by the window size and centres even windows
+    differently; this is TF's formula.)
+
+    Args:
+        x: [..., C].
+        depth_radius: Half-width of the window over C.
+
+    Returns:
+        [..., C], x's float dtype (int/bool inputs: float64).
+    """
+    x = _as_float(x)
+    squares = np.square(x)
+    padded = np.pad(squares, [(0, 0)] * (x.ndim - 1) + [(depth_radius, depth_radius)])
+    channels = x.shape[-1]
+    sqr_sum = sum(padded[..., j:j + channels] for j in range(2 * depth_radius + 1))
+    return (x / (bias + alpha * sqr_sum) ** beta).astype(x.dtype)

@@ -1,4 +1,4 @@
-"""Numpy reference of the losses: Huber, MSE, PPO, actor-critic, SAC, supervised, DQN, IMPALA."""
+"""Numpy reference of the losses: Huber, MSE, PPO, actor-critic, SAC, supervised, DQN, DQfD, IMPALA."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -150,6 +150,43 @@ def dqn_loss_per_item(q_tm1, a_tm1, r_t, d_t, qt_t, discount: float, q_t=None, n
     target = _as_float(r_t) + discount ** n_step * not_done * qt_t[rows, best]
     td = target - q_tm1[rows, np.asarray(a_tm1)]
     loss = 0.5 * np.square(td) if huber_delta is None else huber_loss(td, huber_delta)
+    return (loss if weights is None else _as_float(weights) * loss), td
+
+
+def large_margin_loss(q_tm1, a_e, expert_margin: float) -> np.ndarray:
+    """DQfD's supervised large-margin loss J_E (Hester et al. 2017, https://arxiv.org/abs/1704.03732, eq. 2).
+
+    J_E = max_a [q_tm1[a] + l(a_e, a)] - q_tm1[a_e], with l(a_e, a) = `expert_margin` for a != a_e
+    and 0 for a = a_e. It is 0 once the expert's action a_e is at least `expert_margin` above every
+    other action. Q input [B, A]; a_e [B].
+
+    Returns:
+        [B].
+    """
+    q_tm1 = _as_float(q_tm1)
+    rows, a_e = np.arange(q_tm1.shape[0]), np.asarray(a_e)
+    margins = np.full_like(q_tm1, expert_margin)
+    margins[rows, a_e] = 0.0
+    return np.max(q_tm1 + margins, axis=-1) - q_tm1[rows, a_e]
+
+
+def dqfd_loss_per_item(q_tm1, a_tm1, r_t, d_t, qt_t, discount: float, expert_mask, expert_margin: float,
+                       supervised_weight: float, q_t=None, n_step: int = 1, huber_delta: Optional[float] = None,
+                       weights=None) -> Tuple[np.ndarray, np.ndarray]:
+    """DQfD loss per item and TD errors: the DQN loss of every item plus the weighted large-margin
+    loss of the expert items (Hester et al. 2017, https://arxiv.org/abs/1704.03732).
+
+    loss = w * (dqn_loss + supervised_weight * expert_mask * J_E), with `dqn_loss_per_item` (unweighted)
+    and `large_margin_loss` (a_tm1 are the expert's actions on expert items); `weights` w scale the
+    whole item. Q inputs [B, A]; the others [B] (`expert_mask` bool).
+
+    Returns:
+        (loss, td), each [B].
+    """
+    td_loss, td = dqn_loss_per_item(q_tm1, a_tm1, r_t, d_t, qt_t, discount, q_t=q_t, n_step=n_step,
+                                    huber_delta=huber_delta)
+    margin = large_margin_loss(q_tm1, a_tm1, expert_margin)
+    loss = td_loss + supervised_weight * np.asarray(expert_mask, dtype=td_loss.dtype) * margin
     return (loss if weights is None else _as_float(weights) * loss), td
 
 

@@ -58,8 +58,8 @@ class LSTMLayer(NNLayer):
         scope: Default "lstm".
 
     Raises:
-        RLGraphSpecError: For invalid constructor arguments (an `activation` included: the LSTM
-            has its own gate activations).
+        RLGraphSpecError: For invalid constructor arguments (an `activation` other than "linear" or
+            "tanh", which change nothing, included: the LSTM has its own gate activations).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox
@@ -79,6 +79,10 @@ class LSTMLayer(NNLayer):
                  biases_spec: Any = None, scope: str = "lstm", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
+        # "tanh" (the output's own squashing) and "linear" change nothing: the original RLgraph's
+        # configs give them, and its LSTM layer ignored the key.
+        if self.activation in ("linear", "tanh"):
+            self.activation = None
         if self.activation is not None:
             raise RLGraphSpecError("an LSTM layer takes no activation (its gates use sigmoid and tanh)",
                                    where=f"{name}(activation)", received=repr(self.activation),

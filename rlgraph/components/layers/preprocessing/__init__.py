@@ -1,5 +1,6 @@
 """Preprocessing layers."""
 from rlgraph.components.layers.preprocessing.clip import Clip
+from rlgraph.components.layers.preprocessing.container_splitter import ContainerSplitter
 from rlgraph.components.layers.preprocessing.convert_type import ConvertType
 from rlgraph.components.layers.preprocessing.divide import Divide
 from rlgraph.components.layers.preprocessing.grayscale import GrayScale
@@ -16,4 +17,5 @@ from rlgraph.components.layers.preprocessing.sequence import Sequence
 from rlgraph.components.layers.preprocessing.transpose import Transpose
 
 __all__ = ["PreprocessLayer", "GrayScale", "ImageResize", "ImageCrop", "ImageBinary", "Normalize", "MovingStandardize",
-           "Clip", "Multiply", "Divide", "ConvertType", "ReShape", "Transpose", "Sequence", "RankReinterpreter"]
+           "Clip", "Multiply", "Divide", "ConvertType", "ReShape", "Transpose", "Sequence", "RankReinterpreter",
+           "ContainerSplitter"]
