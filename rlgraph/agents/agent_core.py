@@ -5,7 +5,25 @@ from rlgraph.components.component import Component
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 
-class AgentCore(Component):
+class PreprocessingCore(Component):
+    """The base of the agents' root components: the preprocessing API (`self.preprocessor`, a
+    `PreprocessorStack`, is created by the subclass).
+
+    API (batched, without gradients):
+        get_preprocessed_states(states)
+        reset_preprocessor(): resets stateful preprocessors (at episode starts)
+    """
+
+    @rlgraph_api(no_grad=True)
+    def get_preprocessed_states(self, states):
+        return self.preprocessor.preprocess(states)
+
+    @rlgraph_api(no_grad=True)
+    def reset_preprocessor(self):
+        return self.preprocessor.reset()
+
+
+class AgentCore(PreprocessingCore):
     """The acting API of an agent's root component, written once for all agents.
 
     A subclass creates `self.preprocessor` (a `PreprocessorStack`) and defines two python
@@ -23,8 +41,7 @@ class AgentCore(Component):
         get_actions_from_preprocessed_states(preprocessed_states, time_percentage, use_exploration)
         get_greedy_actions(states) -> (preprocessed_states, actions without exploration)
         get_greedy_actions_from_preprocessed_states(preprocessed_states)
-        get_preprocessed_states(states)
-        reset_preprocessor(): resets stateful preprocessors (at episode starts)
+        and `PreprocessingCore`'s get_preprocessed_states, reset_preprocessor.
     """
 
     @rlgraph_api(no_grad=True)
@@ -45,14 +62,6 @@ class AgentCore(Component):
     @rlgraph_api(no_grad=True)
     def get_greedy_actions_from_preprocessed_states(self, preprocessed_states):
         return self._graph_fn_identity(preprocessed_states), self._greedy(preprocessed_states)
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
 
     @graph_fn
     def _graph_fn_identity(self, x):

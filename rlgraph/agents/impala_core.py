@@ -5,6 +5,7 @@ from collections import OrderedDict
 from typing import Any, List, Optional
 
 from rlgraph.backend_system import get_backend
+from rlgraph.agents.agent_core import PreprocessingCore
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.impala_loss_function import IMPALALossFunction
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
@@ -18,7 +19,7 @@ from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.nest import flatten_op
 
 
-class IMPALACore(Component):
+class IMPALACore(PreprocessingCore):
     """Preprocessor, a policy network with action and value heads, the IMPALA loss and the optimizer.
 
     The network is run the same way for acting and learning: the layers before the first
@@ -145,13 +146,6 @@ class IMPALACore(Component):
     def _act_preprocessed_with_extras(self, preprocessed_states, extras):
         return (self._graph_fn_identity(preprocessed_states),) + self._act_common(preprocessed_states, extras)
 
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
 
     # --- Learning -------------------------------------------------------------------------------
     def _loss(self, rollout):

@@ -7,11 +7,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from rlgraph.agents.agent import Agent
-from rlgraph.components.component import Component
+from rlgraph.agents.agent_core import PreprocessingCore
 from rlgraph.components.memories.memory import read_npz
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.spaces import Space
-from rlgraph.utils.decorators import rlgraph_api
 from rlgraph.utils.nest import first_row, flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError
 
@@ -19,7 +18,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceErr
 RNG_FILE = "random_agent_rng.npz"
 
 
-class RandomCore(Component):
+class RandomCore(PreprocessingCore):
     """The root component of `RandomAgent`: only the preprocessor (actions are drawn in numpy).
 
     API (batched):
@@ -31,14 +30,6 @@ class RandomCore(Component):
         super().__init__(scope=scope)
         self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
         self.add_components(self.preprocessor)
-
-    @rlgraph_api(no_grad=True)
-    def get_preprocessed_states(self, states):
-        return self.preprocessor.preprocess(states)
-
-    @rlgraph_api(no_grad=True)
-    def reset_preprocessor(self):
-        return self.preprocessor.reset()
 
 
 class RandomAgent(Agent):
