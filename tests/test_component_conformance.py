@@ -167,8 +167,9 @@ for _name in ("GaussianNoise", "ConstantNoise", "OrnsteinUhlenbeckNoise"):
     CASES[_name] = ({"action_space": FloatBox(shape=(2,))}, {}, "get_noise", [], False)
 NET = [{"type": "dense", "units": 4, "activation": "relu"}]
 ACTIONS = Dict(discrete=IntBox(3), continuous=FloatBox(shape=(2,), low=-1.0, high=1.0))
-CASES["ActionAdapter"] = ({"action_space": IntBox(3)}, {"nn_output": BATCH}, "get_logits_probabilities_log_probs",
-                          ["nn_output"], False)
+# (With a pre-network: its variables are stored, copied and restored with the adapter's.)
+CASES["ActionAdapter"] = ({"action_space": IntBox(3), "pre_network_spec": NET}, {"nn_output": BATCH},
+                          "get_logits_probabilities_log_probs", ["nn_output"], False)
 CASES["DuelingActionAdapter"] = ({"action_space": IntBox(3), "units_state_value_stream": 4,
                                   "units_advantage_stream": 4}, {"nn_output": BATCH}, "get_dueling_output",
                                  ["nn_output"], False)

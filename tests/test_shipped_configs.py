@@ -1,7 +1,9 @@
-"""Every shipped config compiles on both backends and acts in its environment; the distributed
-configs (Ape-X, IMPALA) also run a few hundred env steps through their executor, inline (for
-Pong that is a few rollouts of the small IMPALA network, enough to check that it builds, acts,
-learns and syncs weights; learning Pong is far beyond the suite)."""
+"""Every shipped config compiles on both backends and acts in its environment. Every config then
+runs at least 100 env steps and learns in them: the single-process configs for 100 steps in a
+`SingleThreadedWorker` with small update settings (`SMALL_WORKER`), the distributed configs (Ape-X,
+IMPALA) for 300 steps through their executor, inline (for Pong that is a few rollouts of the small
+IMPALA network, enough to check that it builds, acts, learns and syncs weights; learning Pong is
+far beyond the suite)."""
 import glob
 import os
 
@@ -26,6 +28,18 @@ SMALL_DISTRIBUTED = [RAY + "executor_spec.mode=inline", RAY + "apex_replay_spec.
 # An IMPALA config likewise: 2 actors of one env, batches of 4 rollouts (the rollout length as shipped).
 SMALL_IMPALA = [RAY + "executor_spec.mode=inline", RAY + "executor_spec.num_sample_workers=2",
                 RAY + "worker_spec.num_worker_environments=1", "update_spec.batch_size=4"]
+
+
+# A single-process config's 100-step run: small memories and batches, updates from step 16 on,
+# so that every config updates several times (the shipped settings wait up to 20000 steps).
+SMALL_WORKER = {
+    "off-policy": SMALL + ["update_spec.steps_before_update=16", "update_spec.update_interval=4",
+                           "update_spec.batch_size=16", "update_spec.update_steps=1", "observe_spec.buffer_size=8"],
+    "sac": ["warmup_random_steps=16"],  # (So that its policy, not uniform draws, acts after step 16.)
+    "ppo": ["update_spec.batch_size=32", "update_spec.sample_size=16", "update_spec.num_epochs=2"],
+    "actor-critic": ["update_spec.batch_size=32"],
+}
+WORKER_STEPS = 100
 
 
 def _is_impala(config):
@@ -92,3 +106,26 @@ def test_distributed_config_runs_inline(config, backend):
             assert max(a.handle.obj.version for a in executor.actors_list) > 0
         else:
             assert sum(result["replay_sizes"]) > 32
+
+
+def _worker_overrides(config):
+    from rlgraph.agents import Agent, PPOAgent, SACAgent
+    cls = Agent.resolve_type(config["type"])
+    if not _is_on_policy(config):
+        return SMALL_WORKER["off-policy"] + (SMALL_WORKER["sac"] if issubclass(cls, SACAgent) else [])
+    return SMALL_WORKER["ppo" if issubclass(cls, PPOAgent) else "actor-critic"]
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c not in DISTRIBUTED], ids=os.path.basename)
+def test_config_runs_100_steps_in_a_worker(config, backend):
+    from rlgraph.execution import SingleThreadedWorker
+    resolved = resolve_config(config, backend=backend, num_timesteps=WORKER_STEPS, seed=1,
+                              overrides=_worker_overrides(load_spec_file(config)))
+    agent, env_spec = make_agent_and_env(resolved)
+    before = agent.get_weights()
+    stats = SingleThreadedWorker(agent, env_spec, seed=1).execute_timesteps(WORKER_STEPS)
+    assert stats["timesteps_executed"] == WORKER_STEPS
+    assert stats["num_updates"] > 0 and np.isfinite(stats["mean_loss"])
+    after = agent.get_weights()
+    assert sorted(after) == sorted(before) and any(not np.array_equal(before[k], after[k]) for k in before)
+    agent.terminate()

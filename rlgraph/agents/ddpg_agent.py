@@ -92,6 +92,8 @@ class DDPGAgent(Agent):
         memory_interval: Write only every n-th transition into the memory (observed or imported;
             the count survives checkpoints).
         **kwargs: `Agent` arguments. update_spec has no sync_interval here (an error).
+            `action_adapter_spec` may hold the actor head's `pre_network_spec` (layers between the
+            actor network and its action layer), `weights_spec` and `biases_spec`.
 
     Raises:
         RLGraphSpecError: For an action space that is not one bounded FloatBox (DDPG needs
@@ -147,6 +149,7 @@ class DDPGAgent(Agent):
         self.memory_interval = check_number(memory_interval, "memory_interval", owner, low=1, integer=True)
         self.memory_counter = 0  # Transitions handed to `_observe_graph` (for memory_interval).
         self._memory_ready = False
+        self.actor_head_spec = ddpg_specs.actor_head_spec(kwargs.get("action_adapter_spec"), owner)
         super().__init__(optimizer_spec=self.actor_optimizer_spec, exploration_spec=exploration, **kwargs)
 
     # --- Construction ---------------------------------------------------------------------------
@@ -161,7 +164,8 @@ class DDPGAgent(Agent):
             raise RLGraphSpecError("DDPG samples a uniform in-graph replay memory", where=f"{owner}(memory_spec)",
                                    expected='{"type": "replay-memory", "capacity": ...}',
                                    received=type(memory).__name__)
-        actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor")
+        actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor",
+                                   **self.actor_head_spec)
         critic = QCritic(self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
                          scope="critic")
         exploration = Exploration.from_spec(self.exploration_spec)

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.action_adapters.pre_network import make_pre_network
 from rlgraph.components.component import Component
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
 from rlgraph.components.neural_networks.neural_network import NeuralNetwork
@@ -23,7 +24,8 @@ def _network(spec: Any) -> Component:
 
 
 class DeterministicActor(Component):
-    """mu(s): a network, a linear layer of prod(action shape) units, then a map onto the bounds.
+    """mu(s): a network, an optional pre-network, a linear layer of prod(action shape) units, then a
+    map onto the bounds.
 
     With `squash` (default) the output z becomes
 
@@ -37,29 +39,37 @@ class DeterministicActor(Component):
         network_spec: The hidden layers (a list of layer specs or a `NeuralNetwork`).
         action_space: A FloatBox with finite bounds (checked by the agent).
         squash: Map the output onto the bounds with tanh.
+        pre_network_spec: Layers between the network and the action layer, as an action adapter's
+            (`make_pre_network`; the agent's `action_adapter_spec.pre_network_spec`). Default: none.
+        weights_spec: Initializer of the action layer's kernel (default `HEAD_INIT`).
+        biases_spec: Initializer of its bias (default `HEAD_INIT`).
         scope: Default "actor".
 
     API:
         get_action(nn_inputs) -> mu(s) [B, *action_shape].
     """
 
-    def __init__(self, network_spec: Any, action_space: FloatBox, squash: bool = True, scope: str = "actor",
-                 **kwargs):
+    def __init__(self, network_spec: Any, action_space: FloatBox, squash: bool = True, pre_network_spec: Any = None,
+                 weights_spec: Any = None, biases_spec: Any = None, scope: str = "actor", **kwargs):
         super().__init__(scope=scope, **kwargs)
         self.action_shape = tuple(action_space.shape)
         self.low = np.asarray(action_space.low, np.float32)
         self.high = np.asarray(action_space.high, np.float32)
         self.squash = bool(squash)
         self.network = _network(network_spec)
+        self.pre_network = make_pre_network(pre_network_spec, f"{type(self).__name__}(pre_network_spec)")
         units = int(np.prod(self.action_shape)) if self.action_shape else 1
-        self.action_layer = DenseLayer(units=units, weights_spec=HEAD_INIT, biases_spec=HEAD_INIT,
+        self.action_layer = DenseLayer(units=units, weights_spec=HEAD_INIT if weights_spec is None else weights_spec,
+                                       biases_spec=HEAD_INIT if biases_spec is None else biases_spec,
                                        scope="action-layer")
-        self.add_components(self.network, self.action_layer)
+        self.add_components(*[c for c in (self.network, self.pre_network, self.action_layer) if c is not None])
 
     @rlgraph_api
     def get_action(self, nn_inputs):
-        z = self.action_layer.apply(self.network.apply(nn_inputs)["output"])
-        return self._graph_fn_to_action(z)
+        x = self.network.apply(nn_inputs)["output"]
+        if self.pre_network is not None:
+            x = self.pre_network.apply(x)["output"]
+        return self._graph_fn_to_action(self.action_layer.apply(x))
 
     @graph_fn
     def _graph_fn_to_action(self, z):

@@ -137,3 +137,30 @@ def target_rates(actor_rate: Any, critic_rate: Any, spec: Any, owner: str) -> Tu
         rates.append(check_number(fallback if value is None else value, name, owner, 0.0, 1.0, low_inclusive=False,
                                   hint="the soft target update rate tau: 1 copies, smaller values average."))
     return rates[0], rates[1]
+
+
+#: The `action_adapter_spec` keys DDPG's actor head reads (it has no distribution to parameterize).
+ACTOR_HEAD_KEYS = ("pre_network_spec", "weights_spec", "biases_spec")
+
+
+def actor_head_spec(spec: Any, owner: str) -> Dict[str, Any]:
+    """The `DeterministicActor` arguments in `action_adapter_spec`: its pre-network and the action
+    layer's initializers.
+
+    Raises:
+        RLGraphSpecError: For a spec that is no dict, or another key (an activation, a
+            parameterization: the actor's output is squashed onto the bounds).
+    """
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise RLGraphSpecError("action_adapter_spec must be a dict", where=f"{owner}(action_adapter_spec)",
+                               expected=f"keys {', '.join(ACTOR_HEAD_KEYS)}", received=repr(spec)[:80])
+    unknown = sorted(set(spec) - set(ACTOR_HEAD_KEYS))
+    if unknown:
+        raise RLGraphSpecError(f"unknown action_adapter_spec key(s) {unknown} for DDPG's actor head",
+                               where=f"{owner}(action_adapter_spec)", expected=", ".join(ACTOR_HEAD_KEYS),
+                               received=repr(spec)[:120],
+                               hint="DDPG's actor is deterministic: its action layer's output is mapped onto the "
+                                    "action bounds (squash_actions), so it takes no activation or parameterization.")
+    return dict(spec)

@@ -10,6 +10,7 @@ from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.impala_loss_function import IMPALALossFunction
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.components.action_adapters.action_adapter import ActionAdapter
+from rlgraph.components.action_adapters.pre_network import adapter_spec_errors, leaf_adapter_spec
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
 from rlgraph.components.neural_networks.neural_network import NeuralNetwork
 from rlgraph.spaces.containers import ContainerSpace
@@ -44,7 +45,9 @@ class IMPALACore(PreprocessingCore):
         preprocessing_spec: The preprocessor layer specs (applied when acting).
         loss_function: The `IMPALALossFunction`.
         optimizer: The optimizer component.
-        action_adapter_spec: Extra `ActionAdapter` arguments for every action leaf.
+        action_adapter_spec: Extra `ActionAdapter` arguments for every action leaf (a
+            `pre_network_spec` among them: each adapter's own layers before its action layer), or
+            per action name ({"turn": {...}, ...}) as for `Policy`.
         feed_previous_action: Append the one-hot previous action to the recurrent layer's input
             (without one: to the heads' input).
         feed_previous_reward: Append the previous reward likewise.
@@ -82,9 +85,12 @@ class IMPALACore(PreprocessingCore):
         self.head = NeuralNetwork(*head, scope="head") if head else None
         adapter_spec = dict(action_adapter_spec or {})
         flat_actions = action_space.flatten() if isinstance(action_space, ContainerSpace) else {"": action_space}
-        self.action_adapters = OrderedDict(
-            (key, ActionAdapter.from_spec(dict(adapter_spec), action_space=leaf, scope=f"action-adapter-{i}"))
-            for i, (key, leaf) in enumerate(flat_actions.items()))
+        self.action_adapters = OrderedDict()
+        for i, (key, leaf) in enumerate(flat_actions.items()):
+            with adapter_spec_errors(type(self).__name__, key):
+                self.action_adapters[key] = ActionAdapter.from_spec(
+                    leaf_adapter_spec(adapter_spec, list(flat_actions), i), action_space=leaf,
+                    scope=f"action-adapter-{i}")
         self.value_head = DenseLayer(units=1, scope="value-function-node")
         self.policy.add_components(*[c for c in (self.torso, self.rnn, self.head) if c is not None],
                                    *self.action_adapters.values(), self.value_head)

@@ -6,6 +6,7 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.action_adapters.pre_network import make_pre_network
 from rlgraph.components.component import Component
 from rlgraph.components.distributions._backend_maths import backend_maths
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
@@ -46,7 +47,11 @@ def space_kind(space: Any, where: str) -> str:
 
 
 class ActionAdapter(Component):
-    """A dense "action layer" on a network's output, reshaped into one distribution's parameters.
+    """An optional pre-network and a dense "action layer" on a network's output, reshaped into one
+    distribution's parameters.
+
+    With a `pre_network_spec` the network output x first goes through that pre-network (scope
+    "pre-network", inside the adapter): action layer(pre-network(x)); without one, action layer(x).
 
     The layer has `add_units` + (what the distribution needs) units; the first `add_units`
     outputs are extra (e.g. a state value, see `BaselineActionAdapter`), the rest parameterize:
@@ -68,11 +73,14 @@ class ActionAdapter(Component):
         biases_spec: Initializer of its bias.
         activation: Activation of the action layer (default: linear).
         parameterization: "normal" or "beta": how FloatBox outputs are read (ignored otherwise).
+        pre_network_spec: Layers between the network output and the action layer (the original
+            RLgraph's key): a list of layer specs, one layer spec, a network spec or a
+            `NeuralNetwork`; feed-forward (see `make_pre_network`). Default: none.
         scope: Default "action-adapter".
 
     Raises:
         RLGraphSpaceError: If `action_space` is not a usable primitive space.
-        RLGraphSpecError: For a bad `units`, `add_units` or `parameterization`.
+        RLGraphSpecError: For a bad `units`, `add_units`, `parameterization` or `pre_network_spec`.
 
     API:
         get_action_layer_output(nn_output): The raw action-layer output [B, units].
@@ -93,7 +101,7 @@ class ActionAdapter(Component):
 
     def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
                  biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
-                 scope: str = "action-adapter", **kwargs):
+                 pre_network_spec: Any = None, scope: str = "action-adapter", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
         self.action_space = Space.from_spec(action_space).strip_ranks()
@@ -118,9 +126,10 @@ class ActionAdapter(Component):
                                             f"{self.action_space})", received=repr(units),
                                    hint="leave units=None to derive it from the action space.")
         self.units = needed
+        self.pre_network = make_pre_network(pre_network_spec, where=f"{name}(pre_network_spec)")
         self.action_layer = DenseLayer(units=needed, weights_spec=weights_spec, biases_spec=biases_spec,
                                        activation=activation, scope="action-layer")
-        self.add_components(self.action_layer)
+        self.add_components(*[c for c in (self.pre_network, self.action_layer) if c is not None])
 
     def check_input_spaces(self, input_spaces, action_space=None):
         super().check_input_spaces(input_spaces, action_space)
@@ -134,8 +143,8 @@ class ActionAdapter(Component):
     # --- API ---------------------------------------------------------------------------------------
     @rlgraph_api
     def get_action_layer_output(self, nn_output):
-        """The raw action-layer output [B, (T,) units]."""
-        return self.action_layer.apply(nn_output)
+        """The raw action-layer output [B, (T,) units] (after the pre-network, if any)."""
+        return self.action_layer.apply(self.pre_network_output(nn_output))
 
     @rlgraph_api
     def get_parameters(self, nn_output):
@@ -151,6 +160,11 @@ class ActionAdapter(Component):
     def get_logits_probabilities_log_probs(self, nn_output):
         """(logits, probabilities, log-probabilities); (parameters, None, None) for a FloatBox."""
         return self._graph_fn_probabilities(self.get_parameters(nn_output))
+
+    def pre_network_output(self, nn_output):
+        """The pre-network's output on `nn_output`; `nn_output` itself without a pre-network (call
+        inside API methods)."""
+        return nn_output if self.pre_network is None else self.pre_network.apply(nn_output)["output"]
 
     # --- Graph functions ---------------------------------------------------------------------------
     @graph_fn(returns=1)

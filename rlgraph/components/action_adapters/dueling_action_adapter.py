@@ -8,7 +8,7 @@ from rlgraph.components.action_adapters.action_adapter import ActionAdapter, res
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
 from rlgraph.spaces import IntBox
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
-from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 
 class DuelingActionAdapter(ActionAdapter):
@@ -33,11 +33,17 @@ class DuelingActionAdapter(ActionAdapter):
         weights_spec_advantage_stream: Initializer of the hidden advantage layer's kernel.
         biases_spec_advantage_stream: Initializer of its bias.
         activation_advantage_stream: Its activation (default "relu").
+        pre_network_spec: The original RLgraph's form of the hidden advantage layer: one dense
+            layer spec (e.g. [{"type": "dense", "units": 256}]); its units, activation (linear if
+            not given), weights_spec and biases_spec replace the four advantage-stream arguments
+            above (see `advantage_stream_from_pre_network`). The adapter's pre-network *is* its
+            advantage stream, so the state-value stream reads the network output directly.
         scope: Default "dueling-action-adapter".
         **kwargs: Further `ActionAdapter` arguments (`weights_spec`/`biases_spec` of the A head).
 
     Raises:
         RLGraphSpaceError: If the action space is not an IntBox.
+        RLGraphSpecError: If `pre_network_spec` is not one dense layer.
 
     API:
         get_dueling_output(nn_output): (state_value [B], advantages [B, *s, n], q_values [B, *s, n]).
@@ -60,8 +66,14 @@ class DuelingActionAdapter(ActionAdapter):
                  weights_spec_state_value_stream: Any = None, biases_spec_state_value_stream: Any = None,
                  activation_state_value_stream: Any = "relu", weights_spec_advantage_stream: Any = None,
                  biases_spec_advantage_stream: Any = None, activation_advantage_stream: Any = "relu",
-                 scope: str = "dueling-action-adapter", **kwargs):
+                 pre_network_spec: Any = None, scope: str = "dueling-action-adapter", **kwargs):
         super().__init__(action_space, scope=scope, **kwargs)
+        if pre_network_spec is not None:
+            stream = advantage_stream_from_pre_network(pre_network_spec, f"{type(self).__name__}(pre_network_spec)")
+            units_advantage_stream = stream["units_advantage_stream"]
+            activation_advantage_stream = stream["activation_advantage_stream"]
+            weights_spec_advantage_stream = stream.get("weights_spec_advantage_stream", weights_spec_advantage_stream)
+            biases_spec_advantage_stream = stream.get("biases_spec_advantage_stream", biases_spec_advantage_stream)
         if not isinstance(self.action_space, IntBox):
             raise RLGraphSpaceError(self.action_space, "dueling Q-values need a discrete action space",
                                     where=f"{type(self).__name__}(action_space)", expected="IntBox(n)")
@@ -105,3 +117,42 @@ class DuelingActionAdapter(ActionAdapter):
         else:
             mean_advantage = advantages.mean(dim=-1, keepdim=True)
         return state_value[..., 0], advantages, v + advantages - mean_advantage
+
+
+# Keys of a dense-layer spec and the advantage-stream argument each one becomes.
+_ADVANTAGE_LAYER_KEYS = {"units": "units_advantage_stream", "activation": "activation_advantage_stream",
+                         "weights_spec": "weights_spec_advantage_stream",
+                         "biases_spec": "biases_spec_advantage_stream"}
+
+
+def advantage_stream_from_pre_network(pre_network_spec: Any, where: str) -> dict:
+    """The advantage-stream arguments of a `DuelingActionAdapter` from the original RLgraph's
+    `action_adapter_spec.pre_network_spec`.
+
+    The original's dueling policy ran the adapter's pre-network and action layer as the advantage
+    stream; its configs give one dense layer there, e.g. [{"type": "dense", "units": 256}], which is
+    this adapter's hidden advantage layer. Its activation defaults to linear, as the original's
+    dense layers did.
+
+    Args:
+        pre_network_spec: The spec.
+        where: The argument in errors.
+
+    Raises:
+        RLGraphSpecError: For anything but one dense layer (the adapter has one hidden advantage layer).
+    """
+    layers = [pre_network_spec] if isinstance(pre_network_spec, dict) else pre_network_spec
+    layer = layers[0] if isinstance(layers, (list, tuple)) and len(layers) == 1 else None
+    ok = isinstance(layer, dict) and "units" in layer and set(layer) <= {"type", "scope", *_ADVANTAGE_LAYER_KEYS}
+    if ok and "type" in layer:
+        ok = str(layer["type"]).lower().replace("_", "-") in ("dense", "dense-layer", "fc", "fc-layer")
+    if not ok:
+        raise RLGraphSpecError("a dueling adapter's pre_network_spec must be one dense layer", where=where,
+                               expected='[{"type": "dense", "units": n, "activation": ...}] (keys type, units, '
+                                        'activation, weights_spec, biases_spec, scope)',
+                               received=repr(pre_network_spec),
+                               hint="the advantage stream has one hidden layer (units_advantage_stream); put "
+                                    "further layers into network_spec.")
+    out = {new: layer[old] for old, new in _ADVANTAGE_LAYER_KEYS.items() if old in layer}
+    out.setdefault("activation_advantage_stream", None)
+    return out

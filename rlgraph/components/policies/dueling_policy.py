@@ -30,9 +30,10 @@ class DuelingPolicy(Policy):
         biases_spec_advantage_stream: See `DuelingActionAdapter`.
         activation_advantage_stream: See `DuelingActionAdapter`.
         scope: Default "dueling-policy".
-        **kwargs: Further `Policy` arguments (`action_adapter_spec` goes to every adapter; its
-            `pre_network_spec`, the original RLgraph's advantage stream of one dense layer, sets the
-            advantage-stream arguments, see `advantage_stream_from_pre_network`).
+        **kwargs: Further `Policy` arguments (`action_adapter_spec` goes to every adapter, keyed
+            per action if wanted; its `pre_network_spec`, the original RLgraph's advantage stream of
+            one dense layer, sets that adapter's advantage-stream arguments, see
+            `DuelingActionAdapter`).
 
     Raises:
         RLGraphSpaceError: If an action leaf is not an IntBox.
@@ -71,8 +72,6 @@ class DuelingPolicy(Policy):
         # The adapter spec's own stream settings (the original RLgraph's configs put them there)
         # win over the policy's defaults; a "type" there may only name the dueling adapter.
         spec = self._leaf_adapter_spec(index)
-        if "pre_network_spec" in spec:
-            spec.update(advantage_stream_from_pre_network(spec.pop("pre_network_spec"), type(self).__name__))
         type_ = spec.pop("type", None)
         if type_ is not None and Component.resolve_type(type_) is not DuelingActionAdapter:
             raise RLGraphSpecError("a dueling policy builds dueling action adapters",
@@ -87,36 +86,3 @@ class DuelingPolicy(Policy):
         flat = self._map_adapters("get_dueling_output", nn_inputs, internal_states)
         return tuple(self._nest(OrderedDict((k, v[i]) for k, v in flat.items())) for i in range(3))
 
-
-# Keys of a dense-layer spec and the advantage-stream argument each one becomes.
-_ADVANTAGE_LAYER_KEYS = {"units": "units_advantage_stream", "activation": "activation_advantage_stream",
-                         "weights_spec": "weights_spec_advantage_stream",
-                         "biases_spec": "biases_spec_advantage_stream"}
-
-
-def advantage_stream_from_pre_network(pre_network_spec: Any, owner: str) -> dict:
-    """The advantage-stream arguments of a `DuelingActionAdapter` from the original RLgraph's
-    `action_adapter_spec.pre_network_spec` (the layers between the network and the advantage head).
-
-    The original's configs give one dense layer there, e.g. [{"type": "dense", "units": 256}]; its
-    activation defaults to linear, as the original's dense layers did.
-
-    Raises:
-        RLGraphSpecError: For anything but one dense layer (the adapter has one hidden advantage layer).
-    """
-    layers = [pre_network_spec] if isinstance(pre_network_spec, dict) else pre_network_spec
-    layer = layers[0] if isinstance(layers, (list, tuple)) and len(layers) == 1 else None
-    ok = isinstance(layer, dict) and "units" in layer and set(layer) <= {"type", "scope", *_ADVANTAGE_LAYER_KEYS}
-    if ok and "type" in layer:
-        ok = str(layer["type"]).lower().replace("_", "-") in ("dense", "dense-layer", "fc", "fc-layer")
-    if not ok:
-        raise RLGraphSpecError("a dueling adapter's pre_network_spec must be one dense layer",
-                               where=f"{owner}(action_adapter_spec.pre_network_spec)",
-                               expected='[{"type": "dense", "units": n, "activation": ...}] (keys type, units, '
-                                        'activation, weights_spec, biases_spec, scope)',
-                               received=repr(pre_network_spec),
-                               hint="the advantage stream has one hidden layer (units_advantage_stream); put "
-                                    "further layers into network_spec.")
-    out = {new: layer[old] for old, new in _ADVANTAGE_LAYER_KEYS.items() if old in layer}
-    out.setdefault("activation_advantage_stream", None)
-    return out

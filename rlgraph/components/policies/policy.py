@@ -8,6 +8,7 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.components.action_adapters.action_adapter import ActionAdapter, space_kind
+from rlgraph.components.action_adapters.pre_network import adapter_spec_errors, leaf_adapter_spec
 from rlgraph.components.component import Component
 from rlgraph.components.distributions.bernoulli import Bernoulli
 from rlgraph.components.distributions.beta import Beta
@@ -51,8 +52,10 @@ class Policy(Component):
             {"output": [B, n], ...}) or its spec (e.g. a list of layer specs).
         action_space: The action space (required).
         action_adapter_spec: Extra `ActionAdapter` arguments for every leaf (dict, e.g.
-            {"weights_spec": 0.1, "activation": "tanh"}; may hold a "type"). An entry keyed by a key of
-            a Dict action space (e.g. "turn": {...}) applies to that leaf only.
+            {"weights_spec": 0.1, "activation": "tanh"}; may hold a "type"). Its `pre_network_spec`
+            gives each adapter its own pre-network between the network output and its action layer
+            (network -> pre-network -> action layer). An entry keyed by a key of a Dict action space
+            (e.g. "turn": {...}) applies to that leaf only.
         max_likelihood: Whether `get_action` / `get_action_and_log_prob` take the most likely
             action (True) or sample (False).
         distributions_spec: Optional {"bounded_distribution_type": "squashed-normal" | "beta" |
@@ -114,7 +117,8 @@ class Policy(Component):
             kind = space_kind(leaf, where=f"{name}(action_space) at {key or 'the top'}")
             distribution, parameterization = self._make_distribution(kind, leaf, i, key)
             distribution.value_space = leaf.strip_ranks()
-            self.action_adapters[key] = self._make_action_adapter(leaf, i, parameterization)
+            with adapter_spec_errors(name, key):
+                self.action_adapters[key] = self._make_action_adapter(leaf, i, parameterization)
             self.distributions[key] = distribution
         self.add_components(self.network, *self.action_adapters.values(), *self.distributions.values())
 
@@ -126,14 +130,8 @@ class Policy(Component):
         return ActionAdapter.from_spec(spec, action_space=leaf, scope=f"action-adapter-{index}")
 
     def _leaf_adapter_spec(self, index: int) -> dict:
-        """The adapter arguments of action leaf `index`: `action_adapter_spec` without the entries
-        keyed by action-space keys, updated with the entry of this leaf (the original RLgraph's
-        per-action form, e.g. {"turn": {...}, "forward": {...}} for a Dict action space)."""
-        keys = [key.lstrip("/") for key in self.flat_action_space]
-        keyed = {k for k, v in self.action_adapter_spec.items() if k in keys and k and isinstance(v, dict)}
-        spec = {k: v for k, v in self.action_adapter_spec.items() if k not in keyed}
-        spec.update(self.action_adapter_spec.get(keys[index], {}) if keys[index] in keyed else {})
-        return spec
+        """The adapter arguments of action leaf `index` (see `leaf_adapter_spec`)."""
+        return leaf_adapter_spec(self.action_adapter_spec, list(self.flat_action_space), index)
 
     def _make_distribution(self, kind: str, leaf: Space, index: int, key: str):
         if kind == "categorical":
