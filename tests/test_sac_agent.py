@@ -1,5 +1,6 @@
 """`SACAgent`: acting for FloatBox, IntBox and Dict actions; one update against a numpy reference
-(losses and the SGD step of every variable, continuous and discrete); soft target updates; the
+(losses and the SGD step of every variable, continuous, discrete and discrete containers, with and
+without importance weights); prioritized replay (priorities, weights); soft target updates; the
 temperature; warm-up; bad inputs; checkpoints; the original RLgraph's config keys.
 
 Agents have FloatBox(2) states, an actor and critics of one dense layer of 3 tanh units, SGD
@@ -10,6 +11,8 @@ Continuous updates sample a~ = squash(mean + std * eps). The tests set the actio
 log_std = -19 and |mean| >= 1: std * eps is then below half a float32 ulp of the mean, a~ is
 the squashed mean exactly and the update is deterministic (the reference takes u = mean).
 """
+import copy
+import itertools
 import math
 
 import numpy as np
@@ -26,7 +29,10 @@ ACTOR = {"W1": POLICY + "neural-network/hidden/kernel", "b1": POLICY + "neural-n
 BOX = FloatBox(low=-2.0, high=2.0, shape=(1,))
 DICT = Dict(a=FloatBox(low=-1.0, high=1.0, shape=(2,)), b=FloatBox(low=0.0, high=3.0))
 TUPLE = Tuple(FloatBox(low=-1.0, high=1.0), FloatBox(low=-5.0, high=5.0, shape=(3,)))
+DICT_INT = Dict(a=IntBox(3), b=IntBox(2))  # 6 joint actions, leaves in the order a, b.
+TUPLE_INT = Tuple(IntBox(2), IntBox(2), IntBox(3))  # 12 joint actions.
 SGD = {"type": "sgd", "learning_rate": LR}
+WEIGHTS = np.array([0.5, 1.0, 0.25, 2.0], np.float32)  # Importance weights of a batch.
 
 
 def _agent(backend, action_space=BOX, **overrides):
@@ -130,9 +136,10 @@ def _batch_actions(batch, space):
     return [batch["actions"].astype(np.float64)]
 
 
-@pytest.mark.parametrize("action_space,double_q", [(BOX, True), (BOX, False), (DICT, True)],
-                         ids=["box-twin", "box-single", "dict-twin"])
-def test_continuous_update_matches_numpy(backend, action_space, double_q):
+@pytest.mark.parametrize("action_space,double_q,weights", [(BOX, True, None), (BOX, False, None), (DICT, True, None),
+                                                           (BOX, True, WEIGHTS)],
+                         ids=["box-twin", "box-single", "dict-twin", "box-twin-weighted"])
+def test_continuous_update_matches_numpy(backend, action_space, double_q, weights):
     agent = _agent(backend, action_space, double_q=double_q)
     leaves = [(2, -1.0, 1.0), (1, 0.0, 3.0)] if action_space is DICT else [(1, -2.0, 2.0)]
     w0 = _set_weights(agent, [d for d, _, _ in leaves])
@@ -142,6 +149,8 @@ def test_continuous_update_matches_numpy(backend, action_space, double_q):
     p = {**_params(w0, actor_names), **_params(w0, critic_names)}
     pt = _params(w0, {k: v for i in heads for k, v in _critic(i, TARGETS).items()})
     batch = _batch(action_space)
+    if weights is not None:
+        batch["importance_weights"] = weights
     s, s_next = batch["states"].astype(np.float64), batch["next_states"].astype(np.float64)
     a = _batch_actions(batch, action_space)
 
@@ -151,7 +160,7 @@ def test_continuous_update_matches_numpy(backend, action_space, double_q):
         tup = lambda f: tuple(f(i) for i in heads) if double_q else f(0)  # noqa: E731
         return rnp.sac_losses(ALPHA, logp_next, tup(lambda i: _q(pt, i, s_next, a_next)),
                               tup(lambda i: _q(params, i, s, a)), logp, tup(lambda i: _q(params, i, s, a_new)),
-                              batch["rewards"], batch["terminals"], GAMMA, H_TARGET)
+                              batch["rewards"], batch["terminals"], GAMMA, H_TARGET, importance_weights=weights)
 
     actor, critic, alpha_loss = (x.mean() for x in losses(p))
     out = agent.get_losses(batch)
@@ -176,47 +185,61 @@ def test_continuous_update_matches_numpy(backend, action_space, double_q):
 
 # --- Discrete actions: the numpy reference (expectations over pi, arXiv 1910.07207) ----------------------------
 
-def _discrete_losses(p, pt, batch, heads, alpha, target_entropy):
-    """(actor, critic, alpha) batch means of discrete SAC; y and the alpha loss's entropy term are constants."""
-    s, s_next = batch["states"].astype(np.float64), batch["next_states"].astype(np.float64)
+def _joint_log_pi(p, x, sizes):
+    """log pi(a|x) [B, N] of independent categoricals per leaf, by enumerating the joint actions in
+    row-major order (leaf k's logits: the action layer "action-adapter-k")."""
+    h = np.tanh(x @ p["W1"] + p["b1"])
+    leaves = [rnp.log_softmax(h @ p[f"Wa{k}"] + p[f"ba{k}"]) for k in range(len(sizes))]
+    return np.stack([sum(leaves[k][:, a_k] for k, a_k in enumerate(joint))
+                     for joint in itertools.product(*(range(n) for n in sizes))], axis=-1)
 
-    def policy(x):
-        return rnp.log_softmax(np.tanh(x @ p["W1"] + p["b1"]) @ p["Wa0"] + p["ba0"])
+
+def _joint_actions(actions, sizes):
+    """The taken joint action indices [B] (row-major over the leaves in flatten order)."""
+    leaves = [actions[k] for k in sorted(actions)] if isinstance(actions, dict) else \
+        list(actions) if isinstance(actions, tuple) else [actions]
+    return np.ravel_multi_index(leaves, sizes)
+
+
+def _discrete_losses(p, pt, batch, heads, alpha, target_entropy, sizes=(3,), weights=None):
+    """(actor, critic, alpha, mean expected log pi, td errors [B]) of discrete SAC over the joint actions;
+    y and the alpha loss's entropy term are constants."""
+    s, s_next = batch["states"].astype(np.float64), batch["next_states"].astype(np.float64)
 
     def q(params, i, x):
         return np.tanh(x @ params[f"Wc{i}"] + params[f"bc{i}"]) @ params[f"Wq{i}"] + params[f"bq{i}"]
 
-    log_pi_next = policy(s_next)
-    qt_next = np.min([q(pt, i, s_next) for i in heads], axis=0)
-    v_next = np.sum(np.exp(log_pi_next) * (qt_next - alpha * log_pi_next), axis=-1)
-    y = batch["rewards"] + GAMMA * (1.0 - batch["terminals"]) * v_next
-    q_taken = [q(p, i, s)[np.arange(B), batch["actions"]] for i in heads]
-    critic = np.mean(sum(0.5 * (qi - y) ** 2 for qi in q_taken))
-    log_pi = policy(s)
-    pi = np.exp(log_pi)
-    min_q = np.min([q(p, i, s) for i in heads], axis=0)
-    actor = np.mean(np.sum(pi * (alpha * log_pi - min_q), axis=-1))
-    expected_log_pi = np.sum(pi * log_pi, axis=-1)
-    alpha_loss = np.mean(-np.log(alpha) * (expected_log_pi + target_entropy))
-    return actor, critic, alpha_loss, expected_log_pi.mean()
+    log_pi = _joint_log_pi(p, s, sizes)
+    actor, critic, alpha_loss, td = rnp.discrete_sac_losses(
+        alpha, _joint_log_pi(p, s_next, sizes), tuple(q(pt, i, s_next) for i in heads),
+        tuple(q(p, i, s) for i in heads), _joint_actions(batch["actions"], sizes), log_pi, batch["rewards"],
+        batch["terminals"], GAMMA, target_entropy, weights)
+    return actor.mean(), critic.mean(), alpha_loss.mean(), np.sum(np.exp(log_pi) * log_pi, -1).mean(), td
 
 
-@pytest.mark.parametrize("double_q", [True, False], ids=["twin", "single"])
-def test_discrete_update_matches_numpy(backend, double_q):
-    agent = _agent(backend, IntBox(3), double_q=double_q)
+@pytest.mark.parametrize("action_space,double_q,weights", [
+    (IntBox(3), True, None), (IntBox(3), False, None), (IntBox(3), True, WEIGHTS), (DICT_INT, True, None),
+    (TUPLE_INT, False, WEIGHTS)], ids=["twin", "single", "twin-weighted", "dict-twin", "tuple-single-weighted"])
+def test_discrete_update_matches_numpy(backend, action_space, double_q, weights):
+    sizes = tuple(leaf.num_categories for leaf in (action_space.flatten().values()
+                                                    if not isinstance(action_space, IntBox) else [action_space]))
+    agent = _agent(backend, action_space, double_q=double_q)
     w0 = _set_weights(agent, seed=3)
     heads = [0, 1] if double_q else [0]
-    actor_names = {**ACTOR, **_adapter(0)}
+    actor_names = {**ACTOR, **{k: v for i in range(len(sizes)) for k, v in _adapter(i).items()}}
     critic_names = {k: v for i in heads for k, v in _critic(i).items()}
     p = {**_params(w0, actor_names), **_params(w0, critic_names)}
     pt = _params(w0, {k: v for i in heads for k, v in _critic(i, TARGETS).items()})
-    batch = _batch(IntBox(3), seed=4)
-    actor, critic, alpha_loss, expected_log_pi = _discrete_losses(p, pt, batch, heads, ALPHA, H_TARGET)
+    batch = _batch(action_space, seed=4)
+    if weights is not None:
+        batch["importance_weights"] = weights
+    reference = lambda q: _discrete_losses(q, pt, batch, heads, ALPHA, H_TARGET, sizes, weights)  # noqa: E731
+    actor, critic, alpha_loss, expected_log_pi, _ = reference(p)
     out = agent.get_losses(batch)
     np.testing.assert_allclose([out.actor_loss, out.critic_loss, out.alpha_loss], [actor, critic, alpha_loss],
                                rtol=1e-4, atol=1e-6)
-    actor_grads = _fd_gradient(lambda q: _discrete_losses(q, pt, batch, heads, ALPHA, H_TARGET)[0], p, actor_names)
-    critic_grads = _fd_gradient(lambda q: _discrete_losses(q, pt, batch, heads, ALPHA, H_TARGET)[1], p, critic_names)
+    actor_grads = _fd_gradient(lambda q: reference(q)[0], p, actor_names)
+    critic_grads = _fd_gradient(lambda q: reference(q)[1], p, critic_names)
 
     result = agent.update(batch)
     np.testing.assert_allclose([result.actor_loss, result.critic_loss, result.alpha_loss],
@@ -228,16 +251,33 @@ def test_discrete_update_matches_numpy(backend, double_q):
     assert agent.get_alpha() == pytest.approx(ALPHA * math.exp(LR * (expected_log_pi + H_TARGET)), rel=1e-4)
 
 
+def test_container_q_values_are_indexed_by_joint_action(backend):
+    """Q(s, .) [B, 6] of Dict(a=IntBox(3), b=IntBox(2)): column 2 * a + b; greedy acting takes the
+    per-leaf argmax (the joint argmax of a factorized policy)."""
+    agent = _agent(backend, DICT_INT)
+    w = _set_weights(agent, seed=5)
+    p = _params(w, {**ACTOR, **_adapter(0), **_adapter(1), **_critic(0)})
+    states = np.random.RandomState(1).normal(size=(5, 2)).astype(np.float32)
+    q = agent.get_q_values(states)[0]
+    expected = np.tanh(states @ p["Wc0"] + p["bc0"]) @ p["Wq0"] + p["bq0"]
+    np.testing.assert_allclose(q, expected, rtol=1e-5, atol=1e-6)
+    greedy = agent.get_action(states, use_exploration=False)
+    log_pi = _joint_log_pi(p, states.astype(np.float64), (3, 2))
+    np.testing.assert_array_equal(2 * greedy["a"] + greedy["b"], np.argmax(log_pi, axis=-1))
+
+
 def test_default_target_entropies():
     from rlgraph.agents.sac_networks import default_target_entropy
     assert default_target_entropy(BOX, "continuous") == -1.0
     assert default_target_entropy(DICT, "continuous") == -3.0  # 2 + 1 action elements.
     assert default_target_entropy(IntBox(4), "discrete") == pytest.approx(0.98 * math.log(4))
+    assert default_target_entropy(DICT_INT, "discrete") == pytest.approx(0.98 * math.log(6))  # log 3 + log 2.
 
 
 # --- Acting -------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("action_space", [BOX, IntBox(3), DICT, TUPLE], ids=["box", "intbox", "dict", "tuple"])
+@pytest.mark.parametrize("action_space", [BOX, IntBox(3), DICT, TUPLE, DICT_INT],
+                         ids=["box", "intbox", "dict", "tuple", "dict-intbox"])
 def test_build_and_act(backend, action_space):
     agent = _agent(backend, action_space)
     states = np.random.RandomState(0).normal(size=(64, 2)).astype(np.float32)
@@ -249,9 +289,9 @@ def test_build_and_act(backend, action_space):
     assert all(not np.array_equal(x, y) for x, y in zip(_leaves(sampled), _leaves(agent.get_action(states))))
     single = agent.get_action(states[0])
     assert action_space.contains(single)
-    discrete = isinstance(action_space, IntBox)
+    discrete = agent.action_mode == "discrete"
     q = agent.get_q_values(states[:5], None if discrete else _slice(greedy, 5))
-    assert len(q) == 2 and q[0].shape == ((5, 3) if discrete else (5,))
+    assert len(q) == 2 and q[0].shape == ({IntBox: (5, 3), Dict: (5, 6)}[type(action_space)] if discrete else (5,))
     with pytest.raises(RLGraphSpecError, match=r"get_q_values\(actions\)"):
         agent.get_q_values(states[:5], _slice(greedy, 5) if discrete else None)
 
@@ -365,6 +405,82 @@ def test_ready_to_update_once_the_memory_holds_a_batch(backend):
     assert np.isfinite(result.loss) and agent.num_updates == 1
 
 
+# --- Prioritized replay ---------------------------------------------------------------------------------------------
+
+PRIORITIZED = ["prioritized-replay", "mem-prioritized-replay"]
+
+
+def _priorities(agent, n):
+    """The stored priorities p_i^alpha of records 0..n-1."""
+    if agent.replay.in_graph:
+        memory = agent.root_component.memory
+        return agent.graph_executor.get_weights()["agent/prioritized-replay/sum_tree"][memory.capacity_pow2:][:n]
+    return agent.replay.memory.tree.get(np.arange(n))
+
+
+def _observe_batch(agent, batch):
+    for i in range(B):
+        actions = {k: v[i] for k, v in batch["actions"].items()} if isinstance(batch["actions"], dict) \
+            else batch["actions"][i]
+        agent.observe(batch["states"][i], actions, None, batch["rewards"][i], batch["next_states"][i],
+                      batch["terminals"][i])
+
+
+@pytest.mark.parametrize("memory_type", PRIORITIZED)
+def test_priorities_become_the_mean_absolute_td_errors(backend, memory_type):
+    """4 records of priority 1 and a batch of 4: stratified sampling draws each record once, and
+    after the update record i has priority (mean_i |Q_i(s, a) - y| + epsilon)^alpha, from the
+    critics before the step (numpy reference)."""
+    agent = _agent(backend, DICT_INT, memory_spec={"type": memory_type, "capacity": 8, "alpha": 0.5, "beta": 1.0})
+    w0 = _set_weights(agent, seed=3)
+    batch = _batch(DICT_INT, seed=4)
+    _observe_batch(agent, batch)
+    np.testing.assert_array_equal(_priorities(agent, B), np.ones(B))
+    heads = [0, 1]
+    p = _params(w0, {**ACTOR, **_adapter(0), **_adapter(1), **{k: v for i in heads for k, v in _critic(i).items()}})
+    pt = _params(w0, {k: v for i in heads for k, v in _critic(i, TARGETS).items()})
+    actor, critic, _, _, td = _discrete_losses(p, pt, batch, heads, ALPHA, H_TARGET, (3, 2))
+    result = agent.update()
+    # All weights are 1 (equal priorities): the losses are the unweighted ones.
+    np.testing.assert_allclose([result.actor_loss, result.critic_loss], [actor, critic], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(_priorities(agent, B), (td + 1e-6) ** 0.5, rtol=1e-5)
+    assert len(set(np.round(td, 6))) == B  # (Distinct errors: every record's priority is checked.)
+
+
+def test_the_numpy_memory_weights_its_samples(backend):
+    """The second update samples by the new priorities: its critic loss is the mean of w_i times the
+    items' losses, w_i = (p_i / p_min)^-beta of the sample (predicted from a copy of the memory)."""
+    agent = _agent(backend, IntBox(3), memory_spec={"type": "mem-prioritized-replay", "capacity": 8, "alpha": 1.0,
+                                                    "beta": 1.0},
+                   value_function_optimizer_spec={"type": "sgd", "learning_rate": 0.0})  # Critics stay put.
+    w0 = _set_weights(agent, seed=3)
+    batch = _batch(IntBox(3), seed=4)
+    _observe_batch(agent, batch)
+    agent.update()
+    records, _, weights = copy.deepcopy(agent.replay.memory).get_records(B)
+    assert len(set(weights.tolist())) > 1  # Unequal priorities now.
+    w1 = agent.graph_executor.get_weights()
+    heads = [0, 1]
+    p = _params(w1, {**ACTOR, **_adapter(0), **{k: v for i in heads for k, v in _critic(i).items()}})
+    pt = _params(w0, {k: v for i in heads for k, v in _critic(i, TARGETS).items()})
+    actor, critic, alpha_loss, _, _ = _discrete_losses(p, pt, records, heads, agent.get_alpha(), H_TARGET,
+                                                       weights=weights)
+    result = agent.update()
+    np.testing.assert_allclose([result.actor_loss, result.critic_loss, result.alpha_loss],
+                               [actor, critic, alpha_loss], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("case,pattern", [
+    (np.array([1.0, 1.0, -1.0, 1.0], np.float32), r"importance_weights.*>= 0"),
+    (np.ones(3, np.float32), r"importance_weights.*shape \(3,\)"),
+])
+def test_bad_importance_weights_are_refused(backend, case, pattern):
+    agent = _agent(backend, IntBox(3))
+    with pytest.raises(RLGraphSpaceError, match=pattern):
+        agent.update(dict(_batch(IntBox(3)), importance_weights=case))
+    assert agent.num_updates == 0
+
+
 # --- Bad inputs ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case,error,pattern", [
@@ -404,7 +520,8 @@ def test_wrong_state_shapes_when_acting(backend):
     (dict(double_q="yes"), r"double_q"),
     (dict(warmup_random_steps=-1), r"warmup_random_steps"),
     (dict(gumbel_softmax_temperature=0), r"gumbel_softmax_temperature"),
-    (dict(memory_spec={"type": "prioritized-replay", "capacity": 16}), r"memory_spec.*replay-memory"),
+    (dict(memory_spec={"type": "ring-buffer", "capacity": 16}), r"memory_spec.*prioritized-replay"),
+    (dict(memory_spec={"type": "mem-prioritized-replay", "alpah": 0.5}), r"memory_spec.*did you mean 'alpha'"),
     (dict(update_spec={"num_iteration": 2}), r"update_spec.*did you mean 'num_iterations'"),
     (dict(update_spec={"num_iterations": 0}), r"update_spec.num_iterations"),
     (dict(update_spec={"sync_tau": 0.0}), r"update_spec.sync_tau"),
@@ -414,7 +531,8 @@ def test_wrong_state_shapes_when_acting(backend):
     (dict(value_function_spec=[]), r"value_function_spec"),
     (dict(network_spec=None), r"network_spec"),
     (dict(action_space=Dict(a=IntBox(2), b=FloatBox(low=-1.0, high=1.0))), r"action_space/a.*IntBox"),
-    (dict(action_space=Dict(a=IntBox(2), b=IntBox(3))), r"action_space/a"),
+    (dict(action_space=Dict(a=IntBox(100), b=IntBox(100))), r"too many joint discrete actions.*10000"),
+    (dict(action_space=Dict(a=IntBox(2), b=IntBox(3, shape=(2,)))), r"action_space/b.*one discrete action per IntBox"),
     (dict(action_space=IntBox(3, shape=(2,))), r"one discrete action"),
     (dict(action_space=BoolBox()), r"action_space"),
     (dict(action_space=FloatBox(shape=(1,))), r"bounded"),
@@ -432,9 +550,11 @@ def test_unknown_constructor_key_names_the_closest_match():
 
 # --- Checkpoints, configs -----------------------------------------------------------------------------------------
 
-def test_checkpoint_round_trip(backend, tmp_path):
+@pytest.mark.parametrize("memory_type", ["replay-memory", "mem-prioritized-replay"])
+def test_checkpoint_round_trip(backend, tmp_path, memory_type):
+    memory_spec = {"type": memory_type, "capacity": 16}
     agent = _agent(backend, IntBox(3), optimizer_spec={"type": "adam", "learning_rate": 0.01},
-                   alpha_optimizer_spec={"type": "adam", "learning_rate": 0.1})
+                   alpha_optimizer_spec={"type": "adam", "learning_rate": 0.1}, memory_spec=memory_spec)
     rng = np.random.RandomState(0)
     for i in range(10):
         agent.observe(rng.normal(size=2).astype(np.float32), i % 3, None, 1.0, rng.normal(size=2).astype(np.float32),
@@ -447,7 +567,8 @@ def test_checkpoint_round_trip(backend, tmp_path):
     expected, weights = agent.get_losses(batch), agent.graph_executor.get_weights()
 
     other = _agent(backend, IntBox(3), optimizer_spec={"type": "adam", "learning_rate": 0.01},
-                   alpha_optimizer_spec={"type": "adam", "learning_rate": 0.1}, execution_spec={"seed": 7})
+                   alpha_optimizer_spec={"type": "adam", "learning_rate": 0.1}, execution_spec={"seed": 7},
+                   memory_spec=memory_spec)
     other.load_model(path)
     restored = other.graph_executor.get_weights()
     assert sorted(restored) == sorted(weights) and "agent/log-alpha" in restored
@@ -456,6 +577,9 @@ def test_checkpoint_round_trip(backend, tmp_path):
     assert (other.timesteps, other.num_updates, other.memory_size()) == (10, 3, agent.memory_size())
     assert other.get_alpha() == agent.get_alpha()
     assert other.get_losses(batch) == expected  # (Discrete: no sampling in the losses.)
+    if memory_type == "mem-prioritized-replay":  # The numpy memory and its priorities, from their file.
+        np.testing.assert_array_equal(_priorities(other, 10), _priorities(agent, 10))
+        assert len(set(_priorities(agent, 10).tolist())) > 1
     states = rng.normal(size=(5, 2)).astype(np.float32)
     np.testing.assert_array_equal(other.get_action(states, use_exploration=False),
                                   agent.get_action(states, use_exploration=False))
@@ -491,3 +615,35 @@ def test_the_original_configs_keys_are_accepted(backend):
     assert (discrete.update_spec["sync_interval"], discrete.update_spec["sync_tau"]) == (4, 0.05)
     assert len(discrete.root_component.critic_list) == 1
     assert discrete.target_entropy == pytest.approx(0.98 * math.log(2))
+
+
+def _original_container_config():
+    """The original RLgraph's tests/configs/sac_agent_for_2x2_gridworld_with_container_actions.json."""
+    return {"type": "sac", "discount": 0.99, "initial_alpha": 0.2, "gumbel_softmax_temperature": 1.0, "double_q": False,
+            "memory_spec": {"type": "replay", "capacity": 64},
+            "preprocessing_spec": [{"type": "convert-type", "to_dtype": "float32"}],
+            "network_spec": [{"type": "dense", "units": 32, "activation": "relu", "scope": "hidden1"}],
+            "value_function_spec": [{"type": "dense", "units": 32, "activation": "relu", "scope": "vf-hidden1"}],
+            "update_spec": {"update_mode": "time_steps", "do_updates": True, "update_interval": 1, "sync_interval": 1,
+                            "sync_tau": 0.005, "batch_size": 32, "num_iterations": 1},
+            "optimizer_spec": {"type": "adam", "learning_rate": 0.0002},
+            "value_function_optimizer_spec": {"type": "adam", "learning_rate": 0.0004}}
+
+
+def test_the_original_container_and_prioritized_configs_run(backend):
+    from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
+    from rlgraph.environments import GridWorld
+    from rlgraph.execution import SingleThreadedWorker
+    env_spec = {"type": "grid-world", "world": "2x2", "action_type": "ftj", "state_representation": "xy+orientation"}
+    env = GridWorld("2x2", action_type="ftj", state_representation="xy+orientation")
+    for memory_spec in (None, {"type": "prioritized_replay", "capacity": 128}):  # The second: ray_sac_pong_test's.
+        config = _original_container_config()
+        if memory_spec is not None:
+            config["memory_spec"] = memory_spec
+        agent = Agent.from_spec(config, state_space=env.state_space, action_space=env.action_space, backend=backend)
+        assert agent.action_mode == "discrete" and agent.target_entropy == pytest.approx(0.98 * math.log(3 * 2 * 3))
+        assert isinstance(agent.root_component.memory, PrioritizedReplay) == (memory_spec is not None)
+        stats = SingleThreadedWorker(agent, env_spec, seed=1).execute_timesteps(60)
+        assert stats["timesteps_executed"] == 60 and stats["num_updates"] > 0 and np.isfinite(agent.get_alpha())
+        assert agent.get_q_values(np.zeros((2, 3), np.int32))[0].shape == (2, 18)
+        agent.terminate()

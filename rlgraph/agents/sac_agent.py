@@ -8,17 +8,19 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.agents.agent import Agent
-from rlgraph.agents.records import record_space, to_record
+from rlgraph.agents.records import record_space, to_weighted_record
+from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
 from rlgraph.agents.sac_core import SACCore
-from rlgraph.agents.sac_networks import SACCritic, default_target_entropy, sac_action_mode
+from rlgraph.agents.sac_networks import SACCritic, default_target_entropy, joint_action_count, sac_action_mode
 from rlgraph.agents.specs import check_bool, check_number, check_spec
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.sac_loss_function import SACLossFunction
+from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.memories.replay_memory import ReplayMemory
 from rlgraph.components.policies.policy import Policy
-from rlgraph.spaces import IntBox
+from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import first_row, flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 SACLosses = namedtuple("SACLosses", ["loss", "actor_loss", "critic_loss", "alpha_loss", "alpha"])
 SYNC_SPEC_KEYS = {"sync_interval": None, "sync_tau": None}
 AUTO = "auto"
+# memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph.
+PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
 
 
 class SACAgent(Agent):
@@ -36,13 +40,19 @@ class SACAgent(Agent):
     trained to maximise Q - alpha log pi, twin Q critics with soft-updated target critics, and a
     temperature alpha tuned so that the policy's entropy stays near `target_entropy`. Bounded
     continuous actions (a FloatBox or a Dict/Tuple of FloatBoxes) use tanh-squashed Gaussians;
-    one IntBox uses a categorical policy and the discrete form of Christodoulou 2019
-    (https://arxiv.org/abs/1910.07207). The update is written out in `SACCore`'s docstring.
+    discrete actions (one IntBox, or a Dict/Tuple of IntBoxes with one categorical per leaf) use
+    the discrete form of Christodoulou 2019 (https://arxiv.org/abs/1910.07207) over the joint
+    actions. The update is written out in `SACCore`'s docstring.
 
     `update()` runs `update_spec.num_iterations` gradient steps, each one executor call: sample
-    the in-graph memory, step the critic, actor and alpha optimizers, and (when due) the soft
-    target update. The target sync is due at a gradient step when `update_spec.sync_interval` env
-    steps have passed since the last one (0: at every gradient step).
+    the memory, step the critic, actor and alpha optimizers, and (when due) the soft target
+    update. The target sync is due at a gradient step when `update_spec.sync_interval` env steps
+    have passed since the last one (0: at every gradient step). A prioritized memory
+    ("prioritized-replay" in the graph, "mem-prioritized-replay" in numpy; Schaul et al. 2015,
+    https://arxiv.org/abs/1511.05952) samples by priority, its importance weights weigh the critic
+    loss per item, and the sampled records get mean_i |Q_i(s, a) - y| as their new priorities.
+    `self.replay` (a `ReplayAccess`, rlgraph/agents/replay_access.py, as for DQN) hides where the
+    memory lives.
 
     Args:
         discount: gamma.
@@ -55,7 +65,8 @@ class SACAgent(Agent):
         gumbel_softmax_temperature: Accepted for configs of the original RLgraph (> 0). It has no
             effect: discrete actions use exact expectations over the categorical, not relaxed
             Gumbel-softmax samples.
-        memory_spec: The replay memory spec (default {"type": "replay-memory", "capacity": 10000}).
+        memory_spec: The replay memory spec (default {"type": "replay-memory", "capacity": 10000});
+            "prioritized-replay" and "mem-prioritized-replay" take "alpha", "beta", "epsilon".
         value_function_spec: The critic layers (a list of layer specs; default: `network_spec`'s).
         value_function_optimizer_spec: The critics' optimizer (default: `optimizer_spec`).
         alpha_optimizer_spec: The optimizer of log(alpha) (default: `optimizer_spec`).
@@ -72,9 +83,10 @@ class SACAgent(Agent):
             `preprocessing_spec`, `observe_spec`, `execution_spec`, `saver_spec`, ...
 
     Raises:
-        RLGraphSpecError: For an unsupported action space (discrete leaves in a container,
-            multi-discrete, BoolBox or unbounded FloatBox actions), a memory that is not a
-            "replay-memory", or bad argument values (each error names the argument).
+        RLGraphSpecError: For an unsupported action space (IntBox and FloatBox leaves mixed in a
+            container, multi-discrete, BoolBox or unbounded FloatBox actions, more than 4096 joint
+            discrete actions), a memory that is not a replay memory, or bad argument values (each
+            error names the argument).
     """
 
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
@@ -113,10 +125,9 @@ class SACAgent(Agent):
         update_spec = _merge_sync_spec(update_spec, value_function_sync_spec, owner)
         self._memory_ready = False
         super().__init__(discount=discount, optimizer_spec=optimizer_spec, update_spec=update_spec, **kwargs)
-        if self.update_spec["batch_size"] > self.root_component.memory.capacity:
+        if self.update_spec["batch_size"] > self._memory_capacity():
             logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
-                           "repeats records.", owner, self.update_spec["batch_size"],
-                           self.root_component.memory.capacity)
+                           "repeats records.", owner, self.update_spec["batch_size"], self._memory_capacity())
 
     # --- Construction ---------------------------------------------------------------------------
     def _create_root(self) -> None:
@@ -146,13 +157,9 @@ class SACAgent(Agent):
             raise RLGraphSpecError("value_function_spec must be a non-empty list of layer specs (or a network)",
                                    where=f"{owner}(value_function_spec)", received=repr(critic_spec)[:80],
                                    expected='[{"type": "dense", "units": 256, "activation": "relu"}, ...]')
-        num_actions = self.action_space.num_categories if discrete else None
+        num_actions = joint_action_count(self.action_space) if discrete else None
         critics = [SACCritic(spec, num_actions=num_actions, scope=f"critic-{i}") for i, spec in enumerate(layers)]
-        memory = Component.from_spec(dict(self.memory_spec))
-        if not isinstance(memory, ReplayMemory) or isinstance(memory, PrioritizedReplay):
-            raise RLGraphSpecError("SAC samples uniformly from an in-graph replay memory", where=f"{owner}(memory_spec)",
-                                   expected='{"type": "replay-memory", "capacity": ...}',
-                                   received=repr(self.memory_spec.get("type")))
+        memory = self._make_memory(owner)
         learn_alpha = self.target_entropy is not None
         self.root_component = SACCore(
             policy=self._make_policy(), critics=critics, preprocessing_spec=self.preprocessing_spec, memory=memory,
@@ -168,10 +175,40 @@ class SACAgent(Agent):
             states=self.state_space.with_batch_rank(),
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
             records=record_space(self.preprocessed_state_space, self.action_space),
-            time_percentage=float, use_exploration=bool, batch_size=IntBox(1, 2 ** 31 - 1, dtype="int64"))
+            importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
         if not discrete:
             self.input_spaces["actions"] = self.action_space.with_batch_rank()
-        check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]), memory.global_scope)
+        if memory is not None:
+            self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
+            check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]),
+                              memory.global_scope)
+        if isinstance(memory, PrioritizedReplay):
+            self.input_spaces.update(indices=IntBox(memory.capacity, add_batch_rank=True),
+                                     priorities=FloatBox(add_batch_rank=True))
+
+    def _make_memory(self, owner: str) -> Optional[Component]:
+        """The in-graph memory, or None with a numpy memory (`self.replay` set either way)."""
+        spec = dict(self.memory_spec)
+        memory_type = str(spec.get("type", "replay-memory")).replace("_", "-").lower()
+        if memory_type in PYTHON_MEMORY_TYPES:
+            spec.pop("type")
+            spec = check_spec(spec, dict.fromkeys(("capacity", "alpha", "beta", "epsilon", "seed")), "memory_spec",
+                              owner)
+            spec = {k: v for k, v in spec.items() if v is not None}
+            spec.setdefault("seed", self.execution_spec["seed"])
+            self.replay: ReplayAccess = PythonReplay(MemPrioritizedReplay(**spec), self._executor)
+            return None
+        memory = Component.from_spec(spec)
+        if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
+            raise RLGraphSpecError("SAC learns from a replay memory", where=f"{owner}(memory_spec)",
+                                   expected='type "replay-memory", "prioritized-replay" or "mem-prioritized-replay"',
+                                   received=repr(self.memory_spec.get("type")))
+        self.replay = GraphReplay(self._executor)
+        return memory
+
+    def _memory_capacity(self) -> int:
+        memory = self.root_component.memory
+        return (memory if memory is not None else self.replay.memory).capacity
 
     def _make_policy(self) -> Policy:
         spec = dict(self.policy_spec)
@@ -194,7 +231,7 @@ class SACAgent(Agent):
 
     # --- Observing and acting -------------------------------------------------------------------
     def _observe_graph(self, records: dict) -> None:
-        self._executor().execute(("insert_records", [records]))
+        self.replay.insert(records)
 
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
                    apply_preprocessing: bool = True, extra_returns: Any = None,
@@ -217,8 +254,9 @@ class SACAgent(Agent):
         return (first_row(actions), first_row(preprocessed)) if single else (actions, preprocessed)
 
     def get_q_values(self, states: Any, actions: Any = None, apply_preprocessing: bool = True) -> tuple:
-        """One array per critic: Q(s, a) [B] for continuous actions (give `actions`), Q(s, .) [B, n]
-        for discrete ones (no `actions`); `states` batched."""
+        """One array per critic: Q(s, a) [B] for continuous actions (give `actions`), Q(s, .) [B, N]
+        for discrete ones (no `actions`; for a Dict/Tuple of IntBoxes over the N joint actions in
+        the order of `sac_networks.joint_action_index`); `states` batched."""
         discrete = self.action_mode == "discrete"
         if (actions is None) != discrete:
             raise RLGraphSpecError("continuous actions need `actions`, discrete ones take none",
@@ -239,7 +277,7 @@ class SACAgent(Agent):
         """Whether the memory holds `update_spec.batch_size` transitions (or is full); one executor
         call per check until it first does."""
         if not self._memory_ready:
-            needed = min(self.update_spec["batch_size"], self.root_component.memory.capacity)
+            needed = min(self.update_spec["batch_size"], self._memory_capacity())
             self._memory_ready = self.memory_size() >= needed
         return self._memory_ready
 
@@ -248,8 +286,9 @@ class SACAgent(Agent):
 
         Args:
             batch: None (sample `update_spec.batch_size` transitions from the memory at every
-                step) or a dict with "states" (preprocessed), "actions", "rewards", "terminals",
-                "next_states" (batched; used for every step).
+                step; a prioritized memory gets new priorities after each) or a dict with
+                "states" (preprocessed), "actions", "rewards", "terminals", "next_states" and
+                optionally "importance_weights" (batched; used for every step).
             time_percentage: Overrides `time_percentage()` (learning-rate schedules).
 
         Returns:
@@ -263,14 +302,22 @@ class SACAgent(Agent):
         """
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         executor = self._executor()
-        if batch is None:
-            api, inputs = "update_from_memory", [np.int64(self.update_spec["batch_size"]), tp]
-        else:
-            api, inputs = "update_from_external_batch", [self._record(batch, "update(batch)"), tp]
+        if batch is not None:
+            external = list(self._record_and_weights(batch, "update(batch)"))
         losses = None
         for _ in range(self.update_spec["num_iterations"]):
             sync = self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]
-            losses = self._losses(executor.execute((api + ("_and_sync" if sync else ""), inputs)))
+            suffix = "_and_sync" if sync else ""
+            if batch is not None:
+                out = executor.execute(("update_from_external_batch" + suffix, external + [tp]))
+            elif self.replay.in_graph:
+                out = executor.execute(("update_from_memory" + suffix,
+                                        [np.int64(self.update_spec["batch_size"]), tp]))
+            else:
+                records, indices, weights = self.replay.sample(self.update_spec["batch_size"])
+                out = executor.execute(("update_from_external_batch" + suffix, [records, weights, tp]))
+                self.replay.update_priorities(indices, out[4])
+            losses = self._losses(out)
             if sync:
                 self.last_sync_timestep = self.timesteps
             self.num_updates += 1
@@ -278,27 +325,37 @@ class SACAgent(Agent):
         return losses
 
     def get_losses(self, batch: dict) -> SACLosses:
-        """The losses of a batch (as for `update`) without updating."""
-        return self._losses(self._executor().execute(("get_losses", [self._record(batch, "get_losses(batch)")])))
+        """The losses of a batch (as for `update`, "importance_weights" optional) without updating."""
+        inputs = list(self._record_and_weights(batch, "get_losses(batch)"))
+        return self._losses(self._executor().execute(("get_losses", inputs)))
 
     @staticmethod
     def _losses(out: tuple) -> SACLosses:
-        actor, critic, alpha_loss, alpha = (float(x) for x in out)
+        actor, critic, alpha_loss, alpha = (float(x) for x in out[:4])
         return SACLosses(actor + critic + alpha_loss, actor, critic, alpha_loss, alpha)
 
-    def _record(self, batch: dict, method: str) -> dict:
-        # The same checks as `observe`: shapes, action ranges, NaN/inf.
-        return to_record(batch, f"{self.name}.{method}", checks=self._data_checks)
+    def _record_and_weights(self, batch: dict, method: str) -> tuple:
+        """(the record, importance weights [B] float32: ones when `batch` has none), checked as
+        `observe` checks its inputs (shapes, action ranges, NaN/inf)."""
+        return to_weighted_record(batch, f"{self.name}.{method}", self._data_checks)
 
     def memory_size(self) -> int:
         """The number of transitions in the memory."""
-        return int(self._executor().execute("get_memory_size"))
+        return self.replay.size()
 
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
             self._executor().execute("reset_preprocessor")
 
+    # --- Checkpoints (a numpy memory is a file next to the graph's variables) ------------------------
+    def _save_files(self, directory: str) -> None:
+        self.replay.save_files(directory)
+
+    def _check_files(self, directory: str) -> Any:
+        return self.replay.check_files(directory)
+
     def _load_files(self, checked: Any) -> None:
+        self.replay.load_files(checked)
         self._memory_ready = False  # The restored memory may hold fewer records.
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -18,6 +18,8 @@ from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 # Discrete actions: the default target entropy is this share of the largest entropy, log(n).
 DISCRETE_TARGET_ENTROPY_SCALE = 0.98
+# Discrete container actions: the most joint actions the critics enumerate (one Q output each).
+MAX_JOINT_ACTIONS = 4096
 
 
 class SACCritic(Component):
@@ -27,7 +29,8 @@ class SACCritic(Component):
       state leaves and the action leaves (a Dict/Tuple of FloatBoxes in `action_space.flatten()`
       order) are flattened to [B, -1] each and concatenated, states first.
     - Discrete actions (`num_actions` n): Q(s, .) = head(net(s)) [B, n], one value per action
-      (discrete SAC, Christodoulou 2019, https://arxiv.org/abs/1910.07207).
+      (discrete SAC, Christodoulou 2019, https://arxiv.org/abs/1910.07207). For a Dict/Tuple of
+      IntBoxes n is the number of joint actions, prod_k n_k, in the order of `joint_action_index`.
 
     Args:
         network_spec: A list of layer specs (or a `NeuralNetwork`) before the head.
@@ -71,27 +74,38 @@ class SACCritic(Component):
 
 
 def sac_action_mode(action_space: Space, where: str) -> str:
-    """"continuous" for a bounded FloatBox or a Dict/Tuple of them, "discrete" for one IntBox of shape ().
+    """"continuous" for a bounded FloatBox or a Dict/Tuple of them; "discrete" for one IntBox of shape ()
+    or a Dict/Tuple of them (at most `MAX_JOINT_ACTIONS` joint actions).
 
     Raises:
-        RLGraphSpecError: For any other action space (discrete leaves in a container, multi-discrete
-            IntBoxes, BoolBoxes, unbounded FloatBoxes), naming the leaf.
+        RLGraphSpecError: For any other action space (a container mixing IntBox and FloatBox leaves,
+            multi-discrete IntBoxes, BoolBoxes, unbounded FloatBoxes, too many joint actions), naming
+            the leaf.
     """
     flat = action_space.flatten() if isinstance(action_space, ContainerSpace) else {"": action_space}
-    if isinstance(action_space, IntBox):
-        if action_space.shape != ():
-            raise RLGraphSpecError("SAC takes one discrete action per step", where=f"{where}(action_space)",
-                                   expected="IntBox(n) of shape ()", received=str(action_space),
-                                   hint="a multi-discrete action has no one-value-per-action Q-network here.")
+    discrete = [key for key, leaf in flat.items() if isinstance(leaf, IntBox)]
+    if discrete and len(discrete) == len(flat):
+        for key, leaf in flat.items():
+            if leaf.shape != ():
+                raise RLGraphSpecError("SAC takes one discrete action per IntBox", where=f"{where}(action_space{key})",
+                                       expected="IntBox(n) of shape ()", received=str(leaf),
+                                       hint="split a multi-discrete action into a Dict or Tuple of IntBox(n) leaves.")
+        count = joint_action_count(action_space)
+        if count > MAX_JOINT_ACTIONS:
+            raise RLGraphSpecError("too many joint discrete actions: the critics have one output per joint action",
+                                   where=f"{where}(action_space)", expected=f"at most {MAX_JOINT_ACTIONS}",
+                                   received=f"{count} ({str(action_space)[:120]})",
+                                   hint="use fewer or smaller IntBox leaves.")
         return "discrete"
     for key, leaf in flat.items():
         at = f"{where}(action_space{key})"
         if not isinstance(leaf, FloatBox):
-            raise RLGraphSpecError("SAC supports one IntBox, or FloatBoxes (alone or in a Dict/Tuple)", where=at,
-                                   expected="FloatBox(low, high) leaves, or a single IntBox(n)",
-                                   received=str(leaf),
-                                   hint="discrete leaves in a container space (mixed or all discrete) are not "
-                                        "supported: the critic would need the joint action's values.")
+            raise RLGraphSpecError("SAC supports IntBoxes or bounded FloatBoxes (alone or in a Dict/Tuple), "
+                                   "not both in one action space", where=at,
+                                   expected="FloatBox(low, high) leaves, or IntBox(n) leaves", received=str(leaf),
+                                   hint="a container mixing discrete and continuous leaves is not supported: the "
+                                        "discrete critics enumerate the joint actions, the continuous ones take "
+                                        "sampled actions as inputs.")
         bounds = leaf.global_bounds
         if bounds is False or not (np.isfinite(bounds[0]) and np.isfinite(bounds[1])):
             raise RLGraphSpecError("SAC needs bounded continuous actions (one finite low and high)", where=at,
@@ -100,10 +114,38 @@ def sac_action_mode(action_space: Space, where: str) -> str:
     return "continuous"
 
 
+def discrete_leaf_sizes(action_space: Space) -> List[int]:
+    """[n_1, ..., n_K]: the categories of the IntBox leaves in `action_space.flatten()` order ([n]
+    for one IntBox)."""
+    flat = action_space.flatten() if isinstance(action_space, ContainerSpace) else {"": action_space}
+    return [int(leaf.num_categories) for leaf in flat.values()]
+
+
+def joint_action_count(action_space: Space) -> int:
+    """N = prod_k n_k, the number of joint actions of IntBox leaves."""
+    return int(np.prod(discrete_leaf_sizes(action_space), dtype=np.int64))
+
+
+def joint_action_index(actions: Any, leaf_sizes: List[int]) -> Any:
+    """The joint index j = sum_k a_k * prod_{m > k} n_m of leaf actions a_k ([B] each, nested like the
+    action space, leaves in `flatten()` order): row-major (C) order, as `np.ravel_multi_index`.
+    Works on numpy arrays and on int tensors of either backend.
+
+    >>> joint_action_index({"a": np.array([2, 0]), "b": np.array([1, 1])}, [3, 2]).tolist()  # 2 * 2 + 1, 0 * 2 + 1
+    [5, 1]
+    """
+    leaves = list(flatten_op(actions).values())
+    index = leaves[0]
+    for leaf, n in zip(leaves[1:], leaf_sizes[1:]):
+        index = index * n + leaf
+    return index
+
+
 def default_target_entropy(action_space: Space, mode: str) -> float:
     """-dim(A) for continuous actions (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905);
-    0.98 * log(n) for n discrete actions (Christodoulou 2019, https://arxiv.org/abs/1910.07207)."""
+    0.98 * log(N) for N (joint) discrete actions (Christodoulou 2019, https://arxiv.org/abs/1910.07207),
+    for a container of IntBoxes 0.98 * sum_k log(n_k), the sum of the leaves' maximal entropies."""
     if mode == "discrete":
-        return DISCRETE_TARGET_ENTROPY_SCALE * math.log(action_space.num_categories)
+        return DISCRETE_TARGET_ENTROPY_SCALE * sum(math.log(n) for n in discrete_leaf_sizes(action_space))
     flat = action_space.flatten() if isinstance(action_space, ContainerSpace) else {"": action_space}
     return -float(sum(int(np.prod(leaf.shape, dtype=np.int64)) for leaf in flat.values()))

@@ -10,7 +10,7 @@ from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 _Q_ARGS = ("q_values_next_sampled", "q_values", "q_values_sampled")
-_ITEM_ARGS = ("log_probs_next_sampled", "log_probs_sampled", "rewards", "terminals")
+_ITEM_ARGS = ("log_probs_next_sampled", "log_probs_sampled", "rewards", "terminals", "importance_weights")
 
 
 def _is_item_box(space, types=(FloatBox,)) -> bool:
@@ -23,9 +23,10 @@ class SACLossFunction(LossFunction):
     """The soft actor-critic losses (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905), per item:
 
         y = r + discount * (1 - d) * (min_i Q'_i(s', a~') - alpha * log_pi(a~'|s'))      (a constant)
-        critic_loss = sum_i 0.5 * (Q_i(s, a) - y)^2
+        critic_loss = w * sum_i 0.5 * (Q_i(s, a) - y)^2          (w: importance weights, default 1)
         actor_loss  = alpha * log_pi(a~|s) - min_i Q_i(s, a~)
         alpha_loss  = -log(alpha) * (log_pi(a~|s) + target_entropy)    (log_pi + target_entropy constant)
+        td_error    = mean_i |Q_i(s, a) - y|                     (priorities of a prioritized replay)
 
     a~ ~ pi(.|s) and a~' ~ pi(.|s') are fresh (reparameterised) samples of the current policy; Q'_i are
     the target critics. Every Q input is either one tensor or a tuple of heads (twin Q: (Q_1, Q_2));
@@ -34,10 +35,15 @@ class SACLossFunction(LossFunction):
     is written with log(alpha), so an optimizer of log_alpha gets the gradient
     -(log_pi + target_entropy). With `target_entropy` None the temperature is fixed and alpha_loss is 0.
 
-    Item inputs (log-probs, Q values, rewards, terminals) are [B] or [B, 1] (a trailing 1 is dropped).
-    `loss` sums the three parts; the actor term differentiates into the critics through
-    Q_i(s, a~), so train actor, critics and alpha with separate optimizers (each on its own variables)
-    from `loss_components` rather than one optimizer on the sum.
+    The importance weights of prioritized replay (Schaul et al. 2015, https://arxiv.org/abs/1511.05952)
+    weigh the critic loss only: they correct the distribution of the sampled transitions, which the
+    TD regression depends on; the actor and alpha losses are expectations over the policy at the
+    sampled states and stay unweighted.
+
+    Item inputs (log-probs, Q values, rewards, terminals, importance weights) are [B] or [B, 1] (a
+    trailing 1 is dropped). `loss` sums the three parts; the actor term differentiates into the
+    critics through Q_i(s, a~), so train actor, critics and alpha with separate optimizers (each on
+    its own variables) from `loss_components` rather than one optimizer on the sum.
 
     Args:
         target_entropy: The entropy target of the temperature loss (the paper uses -dim(A)); None for
@@ -45,11 +51,14 @@ class SACLossFunction(LossFunction):
         discount: gamma.
         scope: Default "sac-loss-function".
 
-    API:
+    API (the last argument, `importance_weights` [B], is optional everywhere):
         loss(alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
-            q_values_sampled, rewards, terminals): (total_loss, loss_per_item): scalar and [B].
+            q_values_sampled, rewards, terminals, importance_weights): (total_loss, loss_per_item):
+            scalar and [B].
         loss_per_item(same arguments): [B] actor + critic + alpha loss.
         loss_components(same arguments): (actor_loss, critic_loss, alpha_loss), batch means.
+        loss_components_and_td_errors(same arguments): (actor_loss, critic_loss, alpha_loss,
+            td_errors [B]), the absolute TD errors without gradient.
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import BoolBox, FloatBox, Tuple
@@ -110,68 +119,106 @@ class SACLossFunction(LossFunction):
 
     @rlgraph_api
     def loss(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
-             q_values_sampled, rewards, terminals):
+             q_values_sampled, rewards, terminals, importance_weights=None):
         loss_per_item = self.loss_per_item(alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
-                                           log_probs_sampled, q_values_sampled, rewards, terminals)
+                                           log_probs_sampled, q_values_sampled, rewards, terminals,
+                                           importance_weights)
         return self.loss_average(loss_per_item), loss_per_item
 
     @rlgraph_api
     def loss_per_item(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
-                      q_values_sampled, rewards, terminals):
+                      q_values_sampled, rewards, terminals, importance_weights=None):
         actor, critic, alpha_loss = self._graph_fn_losses_per_item(
             alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled, q_values_sampled,
-            rewards, terminals)
+            rewards, terminals, importance_weights)
         return self._graph_fn_sum(actor, critic, alpha_loss)
 
     @rlgraph_api(must_be_complete=False)
     def loss_components(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
-                        q_values_sampled, rewards, terminals):
+                        q_values_sampled, rewards, terminals, importance_weights=None):
         actor, critic, alpha_loss = self._graph_fn_losses_per_item(
             alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled, q_values_sampled,
-            rewards, terminals)
+            rewards, terminals, importance_weights)
         return self.loss_average(actor), self.loss_average(critic), self.loss_average(alpha_loss)
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_components_and_td_errors(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
+                                      log_probs_sampled, q_values_sampled, rewards, terminals,
+                                      importance_weights=None):
+        actor, critic, alpha_loss, td_errors = self._graph_fn_losses_and_td_errors_per_item(
+            alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled, q_values_sampled,
+            rewards, terminals, importance_weights)
+        return self.loss_average(actor), self.loss_average(critic), self.loss_average(alpha_loss), td_errors
 
     @graph_fn(returns=3)
     def _graph_fn_losses_per_item(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
-                                  log_probs_sampled, q_values_sampled, rewards, terminals):
-        if get_backend() == "tf":
-            import tensorflow as tf
-            squeeze = lambda x: tf.reshape(x, [-1]) if len(x.shape) == 2 else x  # noqa: E731
-            heads = lambda q: [squeeze(h) for h in (q if isinstance(q, (tuple, list)) else (q,))]  # noqa: E731
-            min_q = lambda q: tf.reduce_min(tf.stack(heads(q)), axis=0)  # noqa: E731
-            log_pi, log_pi_next = squeeze(log_probs_sampled), squeeze(log_probs_next_sampled)
-            dtype = log_pi.dtype
-            alpha = tf.reshape(tf.cast(alpha, dtype), [-1]) if len(alpha.shape) > 0 else tf.cast(alpha, dtype)
-            fixed_alpha = tf.stop_gradient(alpha)
-            not_done = 1.0 - tf.cast(squeeze(terminals), dtype)
-            y = tf.stop_gradient(tf.cast(squeeze(rewards), dtype) + self.discount * not_done *
-                                 (min_q(q_values_next_sampled) - fixed_alpha * log_pi_next))
-            critic = tf.add_n([0.5 * tf.square(q - y) for q in heads(q_values)])
-            actor = fixed_alpha * log_pi - min_q(q_values_sampled)
-            if self.target_entropy is None:
-                alpha_loss = tf.zeros_like(log_pi)
-            else:
-                alpha_loss = -tf.math.log(alpha) * tf.stop_gradient(log_pi + self.target_entropy)
-            return actor, critic, alpha_loss
-        import torch
-        squeeze = lambda x: x.reshape(-1) if x.dim() == 2 else x  # noqa: E731
-        heads = lambda q: [squeeze(h) for h in (q if isinstance(q, (tuple, list)) else (q,))]  # noqa: E731
-        min_q = lambda q: torch.stack(heads(q)).min(dim=0).values  # noqa: E731
-        log_pi, log_pi_next = squeeze(log_probs_sampled), squeeze(log_probs_next_sampled)
-        alpha = torch.as_tensor(alpha).to(log_pi.dtype)
-        alpha = alpha.reshape(-1) if alpha.dim() > 0 else alpha
-        fixed_alpha = alpha.detach()
-        not_done = 1.0 - torch.as_tensor(squeeze(terminals)).to(log_pi.dtype)
-        y = (squeeze(rewards).to(log_pi.dtype) + self.discount * not_done *
-             (min_q(q_values_next_sampled) - fixed_alpha * log_pi_next)).detach()
-        critic = sum(0.5 * torch.square(q - y) for q in heads(q_values))
-        actor = fixed_alpha * log_pi - min_q(q_values_sampled)
-        if self.target_entropy is None:
-            alpha_loss = torch.zeros_like(log_pi)
-        else:
-            alpha_loss = -torch.log(alpha) * (log_pi + self.target_entropy).detach()
-        return actor, critic, alpha_loss
+                                  log_probs_sampled, q_values_sampled, rewards, terminals, importance_weights=None):
+        losses = _sac_tf if get_backend() == "tf" else _sac_torch
+        return losses(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
+                      q_values_sampled, rewards, terminals, importance_weights)[:3]
+
+    @graph_fn(returns=4)
+    def _graph_fn_losses_and_td_errors_per_item(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
+                                                log_probs_sampled, q_values_sampled, rewards, terminals,
+                                                importance_weights=None):
+        losses = _sac_tf if get_backend() == "tf" else _sac_torch
+        return losses(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
+                      q_values_sampled, rewards, terminals, importance_weights)
 
     @graph_fn
     def _graph_fn_sum(self, actor_loss, critic_loss, alpha_loss):
         return actor_loss + critic_loss + alpha_loss
+
+
+def _sac_tf(loss: SACLossFunction, alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled,
+            q_values_sampled, rewards, terminals, importance_weights):
+    """(actor, critic, alpha_loss, td_errors), each [B]: the class docstring's formulas in TF."""
+    import tensorflow as tf
+    squeeze = lambda x: tf.reshape(x, [-1]) if len(x.shape) == 2 else x  # noqa: E731
+    heads = lambda q: [squeeze(h) for h in (q if isinstance(q, (tuple, list)) else (q,))]  # noqa: E731
+    min_q = lambda q: tf.reduce_min(tf.stack(heads(q)), axis=0)  # noqa: E731
+    log_pi, log_pi_next = squeeze(log_probs_sampled), squeeze(log_probs_next_sampled)
+    dtype = log_pi.dtype
+    alpha = tf.reshape(tf.cast(alpha, dtype), [-1]) if len(alpha.shape) > 0 else tf.cast(alpha, dtype)
+    fixed_alpha = tf.stop_gradient(alpha)
+    not_done = 1.0 - tf.cast(squeeze(terminals), dtype)
+    y = tf.stop_gradient(tf.cast(squeeze(rewards), dtype) + loss.discount * not_done *
+                         (min_q(q_values_next_sampled) - fixed_alpha * log_pi_next))
+    q_heads = heads(q_values)
+    critic = tf.add_n([0.5 * tf.square(q - y) for q in q_heads])
+    if importance_weights is not None:
+        critic = tf.cast(squeeze(importance_weights), dtype) * critic
+    td_errors = tf.stop_gradient(tf.add_n([tf.abs(q - y) for q in q_heads]) / len(q_heads))
+    actor = fixed_alpha * log_pi - min_q(q_values_sampled)
+    if loss.target_entropy is None:
+        alpha_loss = tf.zeros_like(log_pi)
+    else:
+        alpha_loss = -tf.math.log(alpha) * tf.stop_gradient(log_pi + loss.target_entropy)
+    return actor, critic, alpha_loss, td_errors
+
+
+def _sac_torch(loss: SACLossFunction, alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
+               log_probs_sampled, q_values_sampled, rewards, terminals, importance_weights):
+    """(actor, critic, alpha_loss, td_errors), each [B]: the class docstring's formulas in PyTorch."""
+    import torch
+    squeeze = lambda x: x.reshape(-1) if x.dim() == 2 else x  # noqa: E731
+    heads = lambda q: [squeeze(h) for h in (q if isinstance(q, (tuple, list)) else (q,))]  # noqa: E731
+    min_q = lambda q: torch.stack(heads(q)).min(dim=0).values  # noqa: E731
+    log_pi, log_pi_next = squeeze(log_probs_sampled), squeeze(log_probs_next_sampled)
+    alpha = torch.as_tensor(alpha).to(log_pi.dtype)
+    alpha = alpha.reshape(-1) if alpha.dim() > 0 else alpha
+    fixed_alpha = alpha.detach()
+    not_done = 1.0 - torch.as_tensor(squeeze(terminals)).to(log_pi.dtype)
+    y = (squeeze(rewards).to(log_pi.dtype) + loss.discount * not_done *
+         (min_q(q_values_next_sampled) - fixed_alpha * log_pi_next)).detach()
+    q_heads = heads(q_values)
+    critic = sum(0.5 * torch.square(q - y) for q in q_heads)
+    if importance_weights is not None:
+        critic = squeeze(torch.as_tensor(importance_weights)).to(log_pi.dtype) * critic
+    td_errors = (sum((q - y).abs() for q in q_heads) / len(q_heads)).detach()
+    actor = fixed_alpha * log_pi - min_q(q_values_sampled)
+    if loss.target_entropy is None:
+        alpha_loss = torch.zeros_like(log_pi)
+    else:
+        alpha_loss = -torch.log(alpha) * (log_pi + loss.target_entropy).detach()
+    return actor, critic, alpha_loss, td_errors

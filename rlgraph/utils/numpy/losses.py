@@ -91,27 +91,82 @@ def _min_q(q_values) -> np.ndarray:
     return _as_float(q_values)
 
 
+def _sac_target(alpha, log_probs_next_sampled, q_values_next_sampled, rewards, terminals,
+                discount: float) -> np.ndarray:
+    """y = r + discount (1 - d) (min Q'(s', a~') - alpha log_pi(a~'|s')), [B]."""
+    d_t = np.asarray(terminals, dtype=np.float64)
+    return _as_float(rewards) + discount * (1.0 - d_t) * (_min_q(q_values_next_sampled) -
+                                                          alpha * _as_float(log_probs_next_sampled))
+
+
 def sac_losses(alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled, q_values_sampled,
-               rewards, terminals, discount: float,
-               target_entropy: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+               rewards, terminals, discount: float, target_entropy: Optional[float] = None,
+               importance_weights=None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SAC losses per item (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905), all [B].
 
     Q inputs are one array or a tuple of heads (min over heads in targets and actor loss). Returns
-    (actor_loss, critic_loss, alpha_loss): alpha log_pi(a~|s) - min Q(s, a~); sum over heads of
-    0.5 (Q_i(s, a) - y)^2 with y = r + discount (1 - d) (min Q'(s', a~') - alpha log_pi(a~'|s'));
-    -log(alpha) (log_pi(a~|s) + target_entropy) (zeros without a target entropy).
+    (actor_loss, critic_loss, alpha_loss): alpha log_pi(a~|s) - min Q(s, a~); w times the sum over
+    heads of 0.5 (Q_i(s, a) - y)^2 with y = r + discount (1 - d) (min Q'(s', a~') - alpha
+    log_pi(a~'|s')) and w the `importance_weights` (1 if None); -log(alpha) (log_pi(a~|s) +
+    target_entropy) (zeros without a target entropy).
     """
-    d_t = np.asarray(terminals, dtype=np.float64)
-    logp_next, logp = _as_float(log_probs_next_sampled), _as_float(log_probs_sampled)
-    y = _as_float(rewards) + discount * (1.0 - d_t) * (_min_q(q_values_next_sampled) - alpha * logp_next)
+    y = _sac_target(alpha, log_probs_next_sampled, q_values_next_sampled, rewards, terminals, discount)
+    logp = _as_float(log_probs_sampled)
     heads = q_values if isinstance(q_values, (tuple, list)) else (q_values,)
     critic = sum(0.5 * np.square(_as_float(q) - y) for q in heads)
+    if importance_weights is not None:
+        critic = _as_float(importance_weights) * critic
     actor = alpha * logp - _min_q(q_values_sampled)
     if target_entropy is None:
         alpha_loss = np.zeros_like(actor)
     else:
         alpha_loss = -np.log(alpha) * (logp + target_entropy) * np.ones_like(actor)
     return actor, critic, alpha_loss
+
+
+def sac_td_errors(alpha, log_probs_next_sampled, q_values_next_sampled, q_values, rewards, terminals,
+                  discount: float) -> np.ndarray:
+    """SAC's priorities for prioritized replay: mean over the critics of |Q_i(s, a) - y| [B] (y as in
+    `sac_losses`)."""
+    y = _sac_target(alpha, log_probs_next_sampled, q_values_next_sampled, rewards, terminals, discount)
+    heads = q_values if isinstance(q_values, (tuple, list)) else (q_values,)
+    return sum(np.abs(_as_float(q) - y) for q in heads) / len(heads)
+
+
+def discrete_sac_losses(alpha, log_pi_next, qt_next, q, actions, log_pi, rewards, terminals, discount: float,
+                        target_entropy: Optional[float] = None,
+                        importance_weights=None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Discrete SAC per item (Christodoulou 2019, https://arxiv.org/abs/1910.07207): exact expectations
+    over pi(.|s) instead of sampled actions.
+
+    Args:
+        alpha: The temperature.
+        log_pi_next: log pi(.|s'), [B, N] over the N (joint) actions.
+        qt_next: Target critics' Q'_i(s', .), one [B, N] array or a tuple of heads.
+        q: Critics' Q_i(s, .), like `qt_next`.
+        actions: The taken (joint) action indices [B].
+        log_pi: log pi(.|s), [B, N].
+        rewards: [B].
+        terminals: [B].
+        discount: gamma.
+        target_entropy: The temperature's entropy target (None: alpha_loss is 0).
+        importance_weights: [B] weights of the critic loss (None: 1).
+
+    Returns:
+        (actor_loss, critic_loss, alpha_loss, td_errors), each [B]: `sac_losses` and `sac_td_errors`
+        with log_pi(a~'|s') -> sum_a pi(a|s') log pi(a|s'), min_i Q'_i(s', a~') -> sum_a pi(a|s')
+        min_i Q'_i(s', a), and likewise at s for the actor and alpha losses.
+    """
+    heads = lambda x: tuple(_as_float(h) for h in (x if isinstance(x, (tuple, list)) else (x,)))  # noqa: E731
+    log_pi_next, log_pi = _as_float(log_pi_next), _as_float(log_pi)
+    pi_next, pi = np.exp(log_pi_next), np.exp(log_pi)
+    rows, actions = np.arange(log_pi.shape[0]), np.asarray(actions)
+    q_taken = tuple(h[rows, actions] for h in heads(q))
+    logp_next, v_next = np.sum(pi_next * log_pi_next, -1), np.sum(pi_next * _min_q(heads(qt_next)), -1)
+    logp, v = np.sum(pi * log_pi, -1), np.sum(pi * _min_q(heads(q)), -1)
+    actor, critic, alpha_loss = sac_losses(alpha, logp_next, v_next, q_taken, logp, v, rewards, terminals, discount,
+                                           target_entropy, importance_weights)
+    return actor, critic, alpha_loss, sac_td_errors(alpha, logp_next, v_next, q_taken, rewards, terminals, discount)
 
 
 def euclidean_distance(predictions, labels) -> np.ndarray:
