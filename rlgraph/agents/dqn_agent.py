@@ -8,7 +8,7 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn_core import DQNCore, action_leaf_keys
-from rlgraph.agents.records import record_space, to_record
+from rlgraph.agents.records import record_space, to_weighted_record
 from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
 from rlgraph.agents.specs import check_number
 from rlgraph.components.component import Component
@@ -17,7 +17,7 @@ from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
@@ -232,23 +232,9 @@ class DQNAgent(Agent):
             self.last_sync_timestep = self.timesteps
 
     def _record_and_weights(self, batch: dict, method: str) -> tuple:
-        """(the record, importance weights [B] float32: ones when `batch` has none)."""
-        where = f"{self.name}.{method}"
-        # The same checks as `observe` and `import_observations`: shapes, action ranges, NaN/inf.
-        records = to_record(batch, where, optional=("importance_weights",), checks=self._data_checks)
-        weights = batch.get("importance_weights")
-        if weights is None:
-            return records, np.ones_like(records["rewards"])
-        try:
-            weights = np.asarray(weights, np.float32)
-        except (TypeError, ValueError) as error:
-            raise RLGraphSpaceError(FloatBox(), "importance weights must be numbers", where=f"{where}['importance_weights']",
-                                    expected=f"float32 [{len(records['rewards'])}]", received=repr(weights)[:80]) from error
-        if weights.shape != records["rewards"].shape or not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            raise RLGraphSpaceError(FloatBox(), "importance weights must be one finite value >= 0 per transition",
-                                    where=f"{where}['importance_weights']", expected=f"float32 [{len(records['rewards'])}]",
-                                    received=f"shape {weights.shape}, values {weights.ravel()[:5].tolist()}")
-        return records, weights
+        """(the record, importance weights [B] float32: ones when `batch` has none), checked as
+        `observe` checks its inputs (shapes, action ranges, NaN/inf)."""
+        return to_weighted_record(batch, f"{self.name}.{method}", self._data_checks)
 
     def memory_size(self) -> int:
         """The number of transitions in the memory."""

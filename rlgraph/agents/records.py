@@ -17,7 +17,7 @@ import numpy as np
 
 from rlgraph.agents.data_checks import DataChecks, record_where
 from rlgraph.spaces import BoolBox, Dict, FloatBox, Space
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
 from rlgraph.utils.specifiable import closest_match
 
 RECORD_KEYS = ("states", "actions", "rewards", "terminals", "next_states")
@@ -78,3 +78,29 @@ def check_record_keys(records: Any, where: str, optional: Iterable[str] = ()) ->
                        received=sorted(str(key) for key in records),
                        hint=f"did you mean '{guess}'?" if guess else
                        "a record holds states (preprocessed), actions, rewards, terminals and next_states.")
+
+
+def to_weighted_record(batch: Any, where: str, checks: Optional[DataChecks] = None) -> tuple:
+    """(the record of `batch`, its importance weights [B] float32) for an update from a given
+    batch: the record checked as `to_record` checks it, and `batch["importance_weights"]`
+    (optional: ones without it) one finite value >= 0 per transition.
+
+    Raises:
+        RLGraphSpaceError: For weights that are not numbers, of the wrong shape, negative or not
+            finite (and whatever `to_record` raises).
+    """
+    records = to_record(batch, where, optional=("importance_weights",), checks=checks)
+    weights = batch.get("importance_weights")
+    if weights is None:
+        return records, np.ones_like(records["rewards"])
+    expected = f"float32 [{len(records['rewards'])}], finite and >= 0"
+    try:
+        weights = np.asarray(weights, np.float32)
+    except (TypeError, ValueError) as error:
+        raise RLGraphSpaceError(FloatBox(), "importance weights must be numbers", where=f"{where}['importance_weights']",
+                                expected=expected, received=repr(weights)[:80]) from error
+    if weights.shape != records["rewards"].shape or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise RLGraphSpaceError(FloatBox(), "importance weights must be one finite value >= 0 per transition",
+                                where=f"{where}['importance_weights']", expected=expected,
+                                received=f"shape {weights.shape}, values {weights.ravel()[:5].tolist()}")
+    return records, weights
