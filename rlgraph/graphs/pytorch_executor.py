@@ -231,14 +231,19 @@ def _make_exported_class():
     return _Exported
 
 
+_LAZY_CLASSES: dict = {}  # "ExportedComponent" -> the class, once made.
+
+
 def __getattr__(name: str):
-    # `ExportedComponent` is created lazily so that importing this module does not import torch.
+    # `ExportedComponent` (the legacy pickled-module export's class) is created lazily so that
+    # importing this module does not import torch; it is cached (pickle finds a class by name and
+    # checks that the name gives the same class) outside the module's namespace, which stays the
+    # same before and after its first use.
     if name == "ExportedComponent":
-        if "ExportedComponent" in globals():
-            return globals()["ExportedComponent"]
-        cls = _make_exported_class()
-        cls.__qualname__ = cls.__name__ = "ExportedComponent"
-        cls.__module__ = __name__
-        globals()["ExportedComponent"] = cls
-        return cls
+        if name not in _LAZY_CLASSES:
+            cls = _make_exported_class()
+            cls.__qualname__ = cls.__name__ = name
+            cls.__module__ = __name__
+            _LAZY_CLASSES[name] = cls
+        return _LAZY_CLASSES[name]
     raise AttributeError(name)
