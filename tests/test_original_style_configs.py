@@ -325,12 +325,17 @@ def test_original_style_config_runs_100_steps(name, backend, tmp_path):
     if name == "impala":
         before, after = _run_impala(agent, env_spec, backend)
         assert _changed(before, after)
-        return
-    assert agent.backend == backend
-    if name == "single-impala":
+    elif name == "single-impala":
+        assert agent.backend == backend
         before, after = _run_single_impala(agent)
         assert _changed(before, after)
-        return
+    else:
+        assert agent.backend == backend
+        _check_worker_run(name, agent, env_spec, spaces)
+
+
+def _check_worker_run(name, agent, env_spec, spaces):
+    """100 worker steps: updates where the config asks for them, every policy variable moved."""
     if name == "dqfd":
         _observe_demonstrations(agent, env_spec)
     before = agent.get_weights()
