@@ -9,7 +9,7 @@ from rlgraph.components.layers import DenseLayer, NNLayer
 from rlgraph.spaces import Dict, FloatBox, IntBox
 from rlgraph.tests import ComponentTest, recursive_assert_almost_equal
 from rlgraph.utils import numpy as rnp
-from rlgraph.utils.initializers import compute_fans, get_initializer
+from rlgraph.utils.initializers import bias_initializer, compute_fans, get_initializer
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 F32 = np.dtype("float32")
@@ -45,6 +45,38 @@ def test_orthogonal_rows_and_columns():
     recursive_assert_almost_equal(w.T @ w, np.eye(4), decimals=5)
     w = get_initializer({"type": "orthogonal", "gain": 2.0})((3, 5), F32)
     recursive_assert_almost_equal(w @ w.T, 4.0 * np.eye(3), decimals=5)
+
+
+def test_fan_in_uniform_bounds_variance_and_bias_fan_in():
+    np.random.seed(4)
+    w = get_initializer("fan_in_uniform")((400, 300), F32)
+    # torch.nn.Linear's draw: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), variance 1 / (3 fan_in).
+    assert np.all(np.abs(w) <= 1.0 / 20.0) and abs(w.var() - 1.0 / 1200.0) < 0.03 / 1200.0
+    w = get_initializer({"type": "torch_default", "gain": 2.0})((3, 3, 4, 8), F32)  # fan_in 3 * 3 * 4.
+    assert np.all(np.abs(w) <= 2.0 / 6.0) and np.abs(w).max() > 0.9 * 2.0 / 6.0
+    # A bias has no fan-in of its own: the layer's kernel gives it.
+    assert bias_initializer("fan_in_uniform", (256, 2)) == {"type": "fan_in_uniform", "fan_in": 256.0}
+    assert bias_initializer({"type": "torch_default", "gain": 0.5}, (3, 3, 4, 8)) == {
+        "type": "torch_default", "gain": 0.5, "fan_in": 36.0}
+    assert bias_initializer(0.0, (256, 2)) == 0.0 and bias_initializer("he_uniform", (2, 2)) == "he_uniform"
+    b = get_initializer({"type": "fan_in_uniform", "fan_in": 4})((1000,), F32)
+    assert np.all(np.abs(b) <= 0.5) and np.abs(b).max() > 0.49
+    with pytest.raises(RLGraphSpecError, match="fan_in must be a positive number"):
+        get_initializer({"type": "fan_in_uniform", "fan_in": 0})((2,), F32)
+    with pytest.raises(RLGraphSpecError, match="unknown initializer parameter"):
+        get_initializer({"type": "he_uniform", "fan_in": 3})
+
+
+def test_dense_layer_fan_in_uniform_bias_uses_the_kernel_fan_in_on_both_backends():
+    values = {}
+    for backend in ("tf", "pytorch"):
+        layer = DenseLayer(units=300, weights_spec="fan_in_uniform", biases_spec="fan_in_uniform")
+        test = ComponentTest(layer, input_spaces=dict(inputs=FloatBox(shape=(16,), add_batch_rank=True)),
+                             backend=backend, seed=5)
+        values[backend] = test.read_variable_values(layer.variable_registry)
+    recursive_assert_almost_equal(values["tf"], values["pytorch"])  # Drawn in numpy: the same on both.
+    bias = values["tf"]["dense/bias"]
+    assert bias.shape == (300,) and np.all(np.abs(bias) <= 0.25) and np.abs(bias).max() > 0.24
 
 
 def test_constant_array_and_errors():

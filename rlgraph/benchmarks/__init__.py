@@ -25,6 +25,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
                 "PPO on CartPole-v1 (8 envs) vs Stable-Baselines3 PPO, rl-zoo hyperparameters, alternating seeds"),
     "sac-sb3": ("rlgraph.benchmarks.sac_vs_sb3",
                 "SAC on Pendulum-v1 vs Stable-Baselines3 SAC, rl-zoo hyperparameters, alternating seeds"),
+    "learning": ("rlgraph.benchmarks.learning",
+                 "seed study of learning quality vs Stable-Baselines3: IQM and bootstrap CIs of final return and AUC"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",

@@ -84,8 +84,12 @@ def rlgraph_config(base: dict, hp: Dict[str, Any], backend: str, steps: int, see
     config = copy.deepcopy(base)
     config.update(backend=backend, discount=hp["gamma"], double_q=False, dueling_q=False, huber_loss=True, n_step=1)
     config["memory_spec"] = {"type": "replay-memory", "capacity": hp["buffer_size"]}
-    config["network_spec"] = [{"type": "dense", "units": units, "activation": "relu", "scope": f"hidden-{i + 1}"}
-                              for i, units in enumerate(hp["net_arch"])]
+    # Weights and biases drawn as torch.nn.Linear draws them (SB3's), as the shipped config does:
+    # the seed study of `rlgraph benchmark learning` found glorot/zero-bias learning worse here.
+    init = {"weights_spec": "fan_in_uniform", "biases_spec": "fan_in_uniform"}
+    config["network_spec"] = [dict({"type": "dense", "units": units, "activation": "relu", "scope": f"hidden-{i + 1}"},
+                                   **init) for i, units in enumerate(hp["net_arch"])]
+    config["action_adapter_spec"] = dict(init)
     config["exploration_spec"] = {"epsilon_spec": {"decay_spec": {
         "type": "linear-decay", "from": hp["exploration_initial_eps"], "to": hp["exploration_final_eps"],
         "start_percentage": 0.0, "stop_percentage": hp["exploration_fraction"]}}}
@@ -114,9 +118,15 @@ def run_rlgraph(base: dict, hp: Dict[str, Any], backend: str, steps: int, seed: 
 def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episodes: int,
             flush_denormal: bool = False) -> Dict[str, Any]:
     """Builds SB3's DQN (untimed), times `model.learn(steps)`, then evaluates greedily."""
+    model = make_sb3_model(hp, seed)
+    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal, to_env_action=int)
+
+
+def make_sb3_model(hp: Dict[str, Any], seed: int) -> Any:
+    """SB3's DQN on a CartPole-v1 env with the hyperparameters `hp` (rl-zoo's)."""
     sb3 = sb3_peer.require_sb3(NAME)
     import gymnasium as gym
-    model = sb3.DQN(
+    return sb3.DQN(
         "MlpPolicy", gym.make(ENV_ID), learning_rate=hp["learning_rate"], buffer_size=hp["buffer_size"],
         learning_starts=hp["learning_starts"], batch_size=hp["batch_size"], gamma=hp["gamma"],
         train_freq=hp["train_freq"], gradient_steps=hp["gradient_steps"],
@@ -125,7 +135,6 @@ def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episod
         max_grad_norm=hp["max_grad_norm"], seed=seed,
         policy_kwargs=dict(net_arch=list(hp["net_arch"]), optimizer_kwargs=dict(eps=hp["adam_epsilon"])),
         device="cpu", verbose=0)
-    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal, to_env_action=int)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:

@@ -115,6 +115,15 @@ def run_rlgraph(hp: Dict[str, Any], backend: str, steps: int, seed: int, threads
 def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episodes: int,
             flush_denormal: bool = False) -> Dict[str, Any]:
     """Builds SB3's PPO (untimed), times `model.learn(steps)`, then evaluates greedily."""
+    model = make_sb3_model(hp, seed)
+    # SB3 counts epochs in `_n_updates`; each epoch takes rollout / batch_size minibatch steps.
+    per_epoch = -(-hp["n_envs"] * hp["n_steps"] // hp["batch_size"])
+    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal, to_env_action=int,
+                            updates=lambda m: int(m._n_updates) * per_epoch)
+
+
+def make_sb3_model(hp: Dict[str, Any], seed: int) -> Any:
+    """SB3's PPO on `n_envs` CartPole-v1 envs with the hyperparameters `hp` (rl-zoo's)."""
     sb3 = sb3_peer.require_sb3(NAME)
     import torch
     from stable_baselines3.common.env_util import make_vec_env
@@ -124,7 +133,7 @@ def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episod
         _, start, end = spec
         return LinearSchedule(start, end, 1.0)  # Of SB3's progress_remaining, 1 -> 0 over the run.
 
-    model = sb3.PPO(
+    return sb3.PPO(
         "MlpPolicy", make_vec_env(ENV_ID, n_envs=hp["n_envs"], seed=seed), n_steps=hp["n_steps"],
         batch_size=hp["batch_size"], n_epochs=hp["n_epochs"], gamma=hp["gamma"], gae_lambda=hp["gae_lambda"],
         learning_rate=schedule(hp["learning_rate"]), clip_range=schedule(hp["clip_range"]), ent_coef=hp["ent_coef"],
@@ -133,10 +142,6 @@ def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episod
                            activation_fn={"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[hp["activation"]],
                            optimizer_kwargs=dict(eps=hp["adam_epsilon"])),
         seed=seed, device="cpu", verbose=0)
-    # SB3 counts epochs in `_n_updates`; each epoch takes rollout / batch_size minibatch steps.
-    per_epoch = -(-hp["n_envs"] * hp["n_steps"] // hp["batch_size"])
-    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal, to_env_action=int,
-                            updates=lambda m: int(m._n_updates) * per_epoch)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:

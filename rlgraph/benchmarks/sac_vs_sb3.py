@@ -109,17 +109,22 @@ def run_rlgraph(hp: Dict[str, Any], backend: str, steps: int, seed: int, threads
 def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episodes: int,
             flush_denormal: bool = False) -> Dict[str, Any]:
     """Builds SB3's SAC (untimed), times `model.learn(steps)`, then evaluates greedily."""
+    model = make_sb3_model(hp, seed)
+    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal,
+                            to_env_action=to_env_action)
+
+
+def make_sb3_model(hp: Dict[str, Any], seed: int) -> Any:
+    """SB3's SAC on a Pendulum-v1 env with the hyperparameters `hp` (rl-zoo's)."""
     sb3 = sb3_peer.require_sb3(NAME)
     import gymnasium as gym
-    model = sb3.SAC(
+    return sb3.SAC(
         "MlpPolicy", gym.make(ENV_ID), learning_rate=hp["learning_rate"], buffer_size=hp["buffer_size"],
         learning_starts=hp["learning_starts"], batch_size=hp["batch_size"], tau=hp["tau"], gamma=hp["gamma"],
         train_freq=hp["train_freq"], gradient_steps=hp["gradient_steps"], ent_coef=f"auto_{hp['initial_alpha']}",
         target_update_interval=1, target_entropy=hp["target_entropy"],
         policy_kwargs=dict(net_arch=list(hp["net_arch"]), optimizer_kwargs=dict(eps=hp["adam_epsilon"])),
         seed=seed, device="cpu", verbose=0)
-    return sb3_peer.run_sb3(model, ENV_ID, steps, seed, threads, eval_episodes, flush_denormal,
-                            to_env_action=to_env_action)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:

@@ -72,6 +72,14 @@ def _lecun_normal(shape, dtype, gain=1.0):
     return _truncated_normal(shape, gain * np.sqrt(1.0 / fan_in) / 0.87962566103423978)
 
 
+def _fan_in_uniform(shape, dtype, gain=1.0, fan_in=None):
+    """Uniform in +-gain / sqrt(fan_in): torch.nn.Linear's and Conv2d's default draw, for weights and
+    biases alike (a bias takes the fan-in of its layer's kernel, see `bias_initializer`)."""
+    fan_in = compute_fans(shape)[0] if fan_in is None else float(fan_in)
+    limit = gain / np.sqrt(fan_in)
+    return np.random.uniform(-limit, limit, size=shape)
+
+
 def _orthogonal(shape, dtype, gain=1.0):
     """A (semi-)orthogonal matrix over the last axis (Saxe et al. 2013, https://arxiv.org/abs/1312.6120)."""
     if len(shape) < 2:
@@ -90,8 +98,26 @@ _SCHEMES = {
     "glorotuniform": _glorot_uniform, "xavier": _glorot_uniform, "xavieruniform": _glorot_uniform,
     "glorotnormal": _glorot_normal, "xaviernormal": _glorot_normal,
     "henormal": _he_normal, "heuniform": _he_uniform, "lecunnormal": _lecun_normal,
-    "orthogonal": _orthogonal,
+    "orthogonal": _orthogonal, "faninuniform": _fan_in_uniform, "torchdefault": _fan_in_uniform,
 }
+# Schemes whose spec may name the fan-in ({"type": "fan_in_uniform", "fan_in": 256}).
+_FAN_IN_SCHEMES = ("faninuniform", "torchdefault")
+
+
+def bias_initializer(spec: Any, kernel_shape: Tuple[int, ...]) -> Any:
+    """The initializer spec of a layer's bias: a "fan_in_uniform" spec without "fan_in" gets its
+    kernel's fan-in (a bias alone has none); any other spec is returned unchanged.
+
+    >>> bias_initializer("fan_in_uniform", (256, 2))
+    {'type': 'fan_in_uniform', 'fan_in': 256.0}
+    >>> bias_initializer(0.0, (256, 2))
+    0.0
+    """
+    named = {"type": spec} if isinstance(spec, str) else spec
+    if (isinstance(named, dict) and "fan_in" not in named and isinstance(named.get("type"), str)
+            and normalize_type_name(named["type"]) in _FAN_IN_SCHEMES):
+        return dict(named, fan_in=compute_fans(tuple(kernel_shape))[0])
+    return spec
 
 
 def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
@@ -100,10 +126,11 @@ def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
     Args:
         spec: None (the variable's default), a number or array (used as is), a callable
             fn(shape, np_dtype) -> array, a name ("xavier"/"glorot_uniform", "glorot_normal",
-            "he_normal", "he_uniform", "lecun_normal", "truncated_normal", "normal", "uniform",
-            "orthogonal", "zeros", "ones") or a dict {"type": name, ...} with the scheme's
-            parameters (`gain`; `stddev`/`mean` for normals; `minval`/`maxval` for uniform;
-            `value` for "constant").
+            "he_normal", "he_uniform", "lecun_normal", "fan_in_uniform" (alias "torch_default":
+            uniform in +-gain/sqrt(fan_in), torch.nn.Linear's draw), "truncated_normal", "normal",
+            "uniform", "orthogonal", "zeros", "ones") or a dict {"type": name, ...} with the
+            scheme's parameters (`gain`; `fan_in` for fan_in_uniform; `stddev`/`mean` for normals;
+            `minval`/`maxval` for uniform; `value` for "constant").
         where: Named in error messages (the component and argument).
 
     Returns:
@@ -133,6 +160,8 @@ def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
         allowed = {"value"}
     elif name in ("zeros", "ones"):
         allowed = set()
+    elif name in _FAN_IN_SCHEMES:
+        allowed = {"gain", "fan_in"}
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise RLGraphSpecError(f"unknown initializer parameter(s) {unknown}", where=where,
@@ -154,9 +183,14 @@ def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
     if name not in _SCHEMES:
         raise RLGraphSpecError(f"unknown initializer '{spec['type']}'", where=where,
                                expected="a number, an array, a callable, or one of: glorot_uniform (xavier), "
-                               "glorot_normal, he_normal, he_uniform, lecun_normal, orthogonal, truncated_normal, "
-                               "normal, uniform, constant, zeros, ones")
+                               "glorot_normal, he_normal, he_uniform, lecun_normal, fan_in_uniform (torch_default), "
+                               "orthogonal, truncated_normal, normal, uniform, constant, zeros, ones")
     scheme, gain = _SCHEMES[name], float(params.get("gain", 1.0))
+    if name in _FAN_IN_SCHEMES and params.get("fan_in") is not None:
+        fan_in = params["fan_in"]
+        if isinstance(fan_in, bool) or not isinstance(fan_in, (int, float, np.number)) or not fan_in > 0:
+            raise RLGraphSpecError("fan_in must be a positive number", where=where, received=repr(spec))
+        return _Scheme(lambda shape, dtype: scheme(shape, dtype, gain, fan_in=fan_in))
     return _Scheme(lambda shape, dtype: scheme(shape, dtype, gain))
 
 

@@ -9,6 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, Space
 from rlgraph.utils.decorators import graph_fn
+from rlgraph.utils.initializers import bias_initializer
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 from rlgraph.components.layers.nn.image_layer_utils import (
@@ -33,7 +34,8 @@ class Conv2DLayer(NNLayer):
         padding: "valid" or "same".
         data_format: "channels_last" (NHWC) or "channels_first" (NCHW).
         kernel_spec: Initializer of the kernel (see `get_initializer`); default "glorot_uniform".
-        biases_spec: Initializer of the bias; default 0; False for no bias.
+        biases_spec: Initializer of the bias; default 0; False for no bias. "fan_in_uniform" draws
+            it with the kernel's fan-in, as torch does.
         activation: See `NNLayer`.
         scope: Default "conv2d".
 
@@ -75,10 +77,12 @@ class Conv2DLayer(NNLayer):
 
     def create_variables(self, input_spaces, action_space=None):
         _, _, in_channels = spatial_dims(self.input_space(input_spaces), self.data_format)
-        self.kernel = self.get_variable("kernel", shape=self.kernel_size + (in_channels, self.filters),
-                                        dtype="float", initializer=self.kernel_spec, trainable=True)
+        kernel_shape = self.kernel_size + (in_channels, self.filters)
+        self.kernel = self.get_variable("kernel", shape=kernel_shape, dtype="float", initializer=self.kernel_spec,
+                                        trainable=True)
         if self.biases_spec is not False:
-            self.bias = self.get_variable("bias", shape=(self.filters,), dtype="float", initializer=self.biases_spec,
+            self.bias = self.get_variable("bias", shape=(self.filters,), dtype="float",
+                                          initializer=bias_initializer(self.biases_spec, kernel_shape),
                                           trainable=True)
 
     @graph_fn

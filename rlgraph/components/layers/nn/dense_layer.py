@@ -9,6 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, Space
 from rlgraph.utils.decorators import graph_fn
+from rlgraph.utils.initializers import bias_initializer
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 
@@ -22,7 +23,8 @@ class DenseLayer(NNLayer):
     Args:
         units: The number of output units.
         weights_spec: Initializer of the kernel (see `get_initializer`); default "glorot_uniform".
-        biases_spec: Initializer of the bias; default 0; False for no bias.
+        biases_spec: Initializer of the bias; default 0; False for no bias. "fan_in_uniform" draws
+            it with the kernel's fan-in, as torch does.
         scope: Default "dense".
         **kwargs: `NNLayer` arguments, e.g. `activation`.
 
@@ -60,10 +62,12 @@ class DenseLayer(NNLayer):
 
     def create_variables(self, input_spaces, action_space=None):
         in_units = int(self.input_space(input_spaces).shape[0])
-        self.kernel = self.get_variable("kernel", shape=(in_units, self.units), dtype="float",
-                                        initializer=self.weights_spec, trainable=True)
+        kernel_shape = (in_units, self.units)
+        self.kernel = self.get_variable("kernel", shape=kernel_shape, dtype="float", initializer=self.weights_spec,
+                                        trainable=True)
         if self.biases_spec is not False:
-            self.bias = self.get_variable("bias", shape=(self.units,), dtype="float", initializer=self.biases_spec,
+            self.bias = self.get_variable("bias", shape=(self.units,), dtype="float",
+                                          initializer=bias_initializer(self.biases_spec, kernel_shape),
                                           trainable=True)
 
     @graph_fn
