@@ -3,8 +3,11 @@
 The hyperparameters are rl-zoo's for CartPole-v1 DQN (`HYPERPARAMETERS`). SB3's DQN uses a
 vanilla (not double) Q target, the Huber loss and global gradient-norm clipping at 10, so the
 rlgraph agent (configs/dqn_cartpole.json) is switched to the same: double_q False, huber_loss
-True, `clip_grad_norm` 10 on the optimizer. Both sides decay epsilon linearly from 1.0 to 0.04
-over the first 16% of the run, step one CartPole env, and run with the same number of threads.
+True, `clip_grad_norm` 10 on the optimizer. Its layers are drawn as torch.nn.Linear draws
+them (`fan_in_uniform`), as in the shipped config: the seed study (`rlgraph benchmark learning`)
+found rlgraph's glorot/zero-bias default learning this task worse. Both sides decay epsilon
+linearly from 1.0 to 0.04 over the first 16% of the run, step one CartPole env, and run with the
+same number of threads.
 
 What is timed is the training loop only: env steps, acting, observing and updates. rlgraph:
 `SingleThreadedWorker.execute_timesteps(N)`; SB3: `model.learn(total_timesteps=N)`. Building
