@@ -92,6 +92,23 @@ def test_tensorflow_reads_the_events(tmp_path):
     assert events[1].wall_time == 100.0 and events[2].wall_time > 1e9
 
 
+def test_tensorboard_drops_the_points_after_a_resumed_runs_restart_marker(tmp_path):
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator",
+                                      reason="TensorBoard (a TensorFlow dependency) loads the files")
+    # The interrupted process wrote points up to step 90; the run resumed from its checkpoint at step 50.
+    with TensorBoardWriter(str(tmp_path)) as writer:
+        for step in range(0, 100, 10):
+            writer.add_scalar("x", float(step), step, wall_time=100.0 + step)
+    with TensorBoardWriter(str(tmp_path), filename_suffix=".resumed") as writer:
+        writer.add_session_start(51, wall_time=500.0)
+        for step in (51, 61):
+            writer.add_scalar("x", 1000.0 + step, step, wall_time=500.0 + step)
+    loaded = accumulator.EventAccumulator(str(tmp_path), purge_orphaned_data=True)
+    loaded.Reload()
+    assert [(e.step, e.value) for e in loaded.Scalars("x")] == [
+        (0, 0.0), (10, 10.0), (20, 20.0), (30, 30.0), (40, 40.0), (50, 50.0), (51, 1051.0), (61, 1061.0)]
+
+
 def test_writer_errors(tmp_path):
     with TensorBoardWriter(str(tmp_path)) as writer:
         with pytest.raises(RLGraphError, match="step must be an integer"):
