@@ -3,6 +3,7 @@
 No speed is asserted: the checks are structure (keys, rows) and sanity (positive times,
 overhead within the total, ratios that match their parts).
 """
+import importlib.util
 import json
 import math
 import os
@@ -164,3 +165,22 @@ def test_python_m_runners(tmp_path):
                              "--calls", "5"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"{backend}: 51 components" in result.stdout
+
+
+def test_async_envs_quick(tmp_path):
+    if not all(importlib.util.find_spec(module) for module in ("ale_py", "cv2")):
+        pytest.skip(reason="the atari extra (ale-py, OpenCV) is not installed")
+    from rlgraph.benchmarks import async_envs
+    config, env_spec, source = async_envs.load_config()
+    assert source == async_envs.CONFIG_FILE and env_spec == async_envs.PONG_ENV_SPEC == config["environment_spec"]
+    out = tmp_path / "async.json"
+    backend = "pytorch" if is_backend_installed("pytorch") else "tf"
+    result = async_envs.main(["--quick", "--agent", "--backend", backend, "--steps", "20", "--out", str(out)])
+    assert (result["num_environments"], result["steps_per_round"], result["rounds"]) == (4, 20, 1)
+    assert list(result["runs"]) == ["Pong, random actions", "CartPole + 2 ms sleep, random actions",
+                                    f"Pong, DQN acting ({backend})"]
+    for run in result["runs"].values():
+        for contender in ("sequential", "async"):
+            assert math.isfinite(run[contender]["frames_per_s"]) and run[contender]["frames_per_s"] > 0
+        assert run["speed_up"] == pytest.approx(run["async"]["frames_per_s"] / run["sequential"]["frames_per_s"])
+    assert json.loads(out.read_text())["benchmark"] == "async-envs"

@@ -1,5 +1,6 @@
 """Environment adapters. Imports neither TensorFlow nor PyTorch, nor (until used) gymnasium, ale-py or OpenCV."""
 from rlgraph.environments.action_repeat import ActionRepeatEnv
+from rlgraph.environments.async_vector_env import AsyncVectorEnv
 from rlgraph.environments.atari import AtariEnv
 from rlgraph.environments.deepmind_lab import DeepmindLabEnv
 from rlgraph.environments.env_utils import RLGraphMissingDependencyError
@@ -17,6 +18,7 @@ Environment.__lookup_classes__ = {
     "grid-world": GridWorld, "gridworld": GridWorld, "grid_world": GridWorld,
     "random-env": RandomEnv, "random": RandomEnv,
     "sequential-vector-env": SequentialVectorEnv, "vector-env": SequentialVectorEnv,
+    "async-vector-env": AsyncVectorEnv,
     "atari": AtariEnv, "atari-env": AtariEnv, "ale": AtariEnv,
     "deepmind-lab": DeepmindLabEnv, "deepmind_lab": DeepmindLabEnv, "dm-lab": DeepmindLabEnv,
     "deepmind-lab-env": DeepmindLabEnv,
@@ -34,5 +36,5 @@ Environment.__unsupported_types__ = {
     "mlagents": _UNITY, "mlagents-env": _UNITY, "ml-agents": _UNITY,
 }
 
-__all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv", "AtariEnv",
-           "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError"]
+__all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv",
+           "AsyncVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError"]

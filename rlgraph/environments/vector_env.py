@@ -19,6 +19,35 @@ def _stack(items: List[Any]) -> Any:
     return nest.map_structure(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *items)
 
 
+def check_num_environments(num_environments: Any, where: str) -> int:
+    """`num_environments` as an int >= 1, else an `RLGraphError` naming `where`."""
+    if isinstance(num_environments, bool) or not isinstance(num_environments, (int, np.integer)) \
+            or num_environments < 1:
+        raise RLGraphError("invalid number of environments", where=f"{where}(num_environments)",
+                           expected="an int >= 1", received=repr(num_environments))
+    return int(num_environments)
+
+
+def split_actions(actions: Any, num_environments: int, where: str) -> List[Any]:
+    """The action of each environment: rows of an array [N, ...], of each leaf of a nested
+    structure of such arrays, or the items of a list of N actions."""
+    if isinstance(actions, list):
+        if len(actions) != num_environments:
+            raise RLGraphError("one action per environment is needed", where=where,
+                               expected=f"{num_environments} actions", received=f"{len(actions)} actions")
+        return actions
+    if isinstance(actions, np.ndarray):
+        return list(actions)
+    return [nest.map_structure(lambda batch, i=i: batch[i], actions) for i in range(num_environments)]
+
+
+def step_error(error: BaseException, env: Any, index: int, action: Any) -> RLGraphEnvError:
+    """The error of environment `index` (named by `str(env)`) whose `step(action)` raised `error`
+    (raise it `from error`, so that the environment's own exception stays its cause)."""
+    return RLGraphEnvError(f"the environment raised {type(error).__name__}: {error}", where=f"{env}.step(action)",
+                           env_index=index, received=f"action {action!r} for env {index}")
+
+
 class VectorEnv(Environment, metaclass=abc.ABCMeta):
     """Holds `num_environments` environments built from one spec; actions and results are batched.
 
@@ -39,11 +68,7 @@ class VectorEnv(Environment, metaclass=abc.ABCMeta):
 
     def __init__(self, num_environments: int, env_spec: Union[dict, Environment, Callable[[], Environment]],
                  seed: Optional[int] = None):
-        if isinstance(num_environments, bool) or not isinstance(num_environments, (int, np.integer)) \
-                or num_environments < 1:
-            raise RLGraphError("invalid number of environments", where=f"{type(self).__name__}(num_environments)",
-                               expected="an int >= 1", received=repr(num_environments))
-        self.num_environments = int(num_environments)
+        self.num_environments = check_num_environments(num_environments, type(self).__name__)
         if isinstance(env_spec, dict) and seed is None:
             seed = env_spec.get("seed")
         self.environments = [self._make_env(env_spec, index) for index in range(self.num_environments)]
@@ -142,22 +167,13 @@ class SequentialVectorEnv(VectorEnv):
         return _stack([env.reset() for env in self.environments])
 
     def step(self, actions: Any) -> tuple:
-        if isinstance(actions, list):
-            if len(actions) != self.num_environments:
-                raise RLGraphError("one action per environment is needed", where=f"{type(self).__name__}.step",
-                                   expected=f"{self.num_environments} actions", received=f"{len(actions)} actions")
-            per_env = actions
-        else:
-            per_env = list(actions) if isinstance(actions, np.ndarray) else \
-                [nest.map_structure(lambda batch, i=i: batch[i], actions) for i in range(self.num_environments)]
+        per_env = split_actions(actions, self.num_environments, f"{type(self).__name__}.step")
         results = []
         for index, (env, action) in enumerate(zip(self.environments, per_env)):
             try:
                 results.append(env.step(action))
             except Exception as error:  # Any env failure: say which env, keep the original as the cause.
-                raise RLGraphEnvError(f"the environment raised {type(error).__name__}: {error}",
-                                      where=f"{env}.step(action)", env_index=index,
-                                      received=f"action {action!r} for env {index}") from error
+                raise step_error(error, env, index, action) from error
         states, rewards, terminals, infos = zip(*results)
         return (_stack(list(states)), np.asarray(rewards, dtype=np.float32), np.asarray(terminals, dtype=bool),
                 list(infos))
