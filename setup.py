@@ -14,6 +14,9 @@ DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5", "mkdocstrings>=1.0", "mkdocstr
 # Policy export to ONNX (TorchScript and SavedModel need only the backends).
 EXPORT = ["onnx>=1.16", "onnxscript>=0.3", "onnxruntime>=1.18"]
 
+# Watching the agent: GIFs (Pillow), gymnasium's classic-control drawing (pygame); `tensorboard --logdir`.
+VIDEO = ["pillow>=10", "pygame>=2.1"]
+
 extras = {
     "tf": ["tensorflow-cpu>=2.16,<3"],
     "torch": ["torch>=2.1"],
@@ -30,13 +33,19 @@ extras = {
     # `Agent.export_policy(path, "onnx")` / `rlgraph export --format onnx`: torch's ONNX exporter (onnx,
     # onnxscript) and onnxruntime, which checks every export before it is put in place.
     "export": EXPORT,
+    # `rlgraph evaluate --video out.gif`, `training_spec.record_video_every` and the TensorBoard app.
+    "viz": VIDEO + ["tensorboard>=2.16"],
     # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test,
     # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1) and the
     # strict build of the documentation site (tests/test_docs_site.py).
     "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8",
-             "stable-baselines3>=2.3", "ray>=2.9,<3"] + DOCS + EXPORT,
+             "stable-baselines3>=2.3", "ray>=2.9,<3"] + DOCS + EXPORT + VIDEO,
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
+# `--wandb PROJECT` / `--mlflow EXPERIMENT` (rlgraph/execution/loggers.py): not tested with the real
+# packages, not pinned, and not in "all" (mlflow alone brings a web server and a database layer).
+extras["wandb"] = ["wandb>=0.16"]
+extras["mlflow"] = ["mlflow>=2.10"]
 
 setup(
     name="rlgraph",
@@ -46,7 +55,11 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=find_packages(include=["rlgraph", "rlgraph.*"]),
+    # The shipped configs (configs/*.json) install as rlgraph/configs/, where `rlgraph train --algo`
+    # finds them (rlgraph/execution/algo_defaults.py); a checkout reads configs/ itself.
+    packages=find_packages(include=["rlgraph", "rlgraph.*"]) + ["rlgraph.configs"],
+    package_dir={"rlgraph.configs": "configs"},
+    package_data={"rlgraph.configs": ["*.json"]},
     install_requires=[
         "numpy>=1.26",
         "dm-tree>=0.1.8",

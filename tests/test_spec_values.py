@@ -19,7 +19,8 @@ from rlgraph.components.memories import memory_size
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_memory_size, format_bytes, record_bytes
 from rlgraph.execution.ray.specs import split_ray_spec
-from rlgraph.execution.training import RunLogs, apply_overrides, resolve_config
+from rlgraph.execution.run_files import RunLogs
+from rlgraph.execution.training import apply_overrides, resolve_config
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
 from rlgraph.utils import RLGraphSpecError
 

@@ -101,6 +101,7 @@ class DDPGAgent(Agent):
     """
 
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+    loss_scalar_tags = {"critic_loss": "loss/critic", "actor_loss": "loss/actor"}
 
     def __init__(self, critic_network_spec: Any = None, memory_spec: Optional[dict] = None, noise_spec: Any = None,
                  random_process: Any = None, critic_optimizer_spec: Optional[dict] = None,
@@ -330,6 +331,7 @@ class DDPGAgent(Agent):
             self.last_sync_timestep = self.timesteps
         losses = DDPGLosses(float(critic_loss), float(actor_loss))
         self._check_loss(np.asarray(losses), "update")
+        self.last_losses = losses
         return losses
 
     def get_losses(self, batch: dict) -> DDPGLosses:
@@ -339,7 +341,7 @@ class DDPGAgent(Agent):
         return DDPGLosses(float(critic_loss), float(actor_loss))
 
     # --- Checkpoints ----------------------------------------------------------------------------
-    def _save_files(self, directory: str) -> None:
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
         write_json(os.path.join(directory, STATE_FILE), {"memory_counter": int(self.memory_counter)})
 
     def _check_files(self, directory: str) -> Any:

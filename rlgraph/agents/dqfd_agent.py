@@ -291,6 +291,11 @@ class DQFDAgent(DQNAgent):
         return mask
 
     # --- Checkpoints (the expert memory is a graph component: its records are in the model) ------
+    def _replay_memories(self) -> list:
+        """The own memory only: saver_spec.save_replay false keeps the demonstrations (training
+        does not refill them)."""
+        return [m for m in super()._replay_memories() if m is not self.root_component.demo_memory]
+
     def _load_files(self, checked: Any) -> None:
         super()._load_files(checked)
         self._num_demos = self.demo_memory_size()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedRep
 from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
-from rlgraph.utils.nest import map_structure
+from rlgraph.utils.nest import leaves, map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -162,6 +162,7 @@ class DQNAgent(Agent):
     # --- Observing ------------------------------------------------------------------------------
     def _observe_graph(self, records: dict) -> None:
         self.replay.insert(records)
+        self._last_observed_states = records["states"]  # (A reference, for `training_scalars`.)
 
     # --- Acting ---------------------------------------------------------------------------------
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
@@ -182,6 +183,17 @@ class DQNAgent(Agent):
         batch, single = self._batch(states, self.preprocessed_state_space)
         q = self._executor().execute(("get_q_values", [batch]))
         return map_structure(lambda x: x[0], q) if single else q
+
+    def training_scalars(self) -> Dict[str, float]:
+        """`Agent.training_scalars` plus "train/mean_max_q": the mean over the states of the last
+        observe flush (at most `observe_spec.buffer_size`) of max_a Q(s, a), averaged over the
+        action leaves. One `get_q_values` call, made here (once per logged point), not on the hot path."""
+        scalars = super().training_scalars()
+        states = getattr(self, "_last_observed_states", None)
+        if states is not None:
+            q = self.get_q_values(states, apply_preprocessing=False)
+            scalars["train/mean_max_q"] = float(np.mean([np.max(leaf, axis=-1).mean() for leaf in leaves(q)]))
+        return scalars
 
     # --- Updating -------------------------------------------------------------------------------
     def ready_to_update(self) -> bool:
@@ -249,8 +261,9 @@ class DQNAgent(Agent):
             self._executor().execute("reset_preprocessor")
 
     # --- Checkpoints ----------------------------------------------------------------------------
-    def _save_files(self, directory: str) -> None:
-        self.replay.save_files(directory)
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
+        if save_replay:
+            self.replay.save_files(directory)
 
     def _check_files(self, directory: str) -> Any:
         return self.replay.check_files(directory)

@@ -65,6 +65,7 @@ class PolicyGradientAgent(Agent):
     """
 
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+    loss_scalar_tags = {"policy_loss": "loss/policy", "value_loss": "loss/value", "entropy": "train/entropy"}
     update_modes = ("time_steps", "episodes")
     loss_kind = "ppo"
     # The weight of the policy-gradient term in the loss itself (A2C's `weight_pg`), so that
@@ -212,6 +213,7 @@ class PolicyGradientAgent(Agent):
         out = self._learn(learn_batch, tp)
         self.num_updates += 1
         self._check_loss(out.loss, "update")
+        self.last_losses = out
         return out
 
     def make_batch(self, fragments: List[dict]) -> dict:
@@ -264,7 +266,7 @@ class PolicyGradientAgent(Agent):
             self._executor().execute("reset_preprocessor")
 
     # --- Checkpoints: the rollout since the last update and the minibatch generator go along ----
-    def _save_files(self, directory: str) -> None:
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
         save_rollout(directory, self.rollouts, self.rng, self.num_gradient_steps)
 
     def _check_files(self, directory: str) -> Any:

@@ -128,7 +128,7 @@ class RandomAgent(Agent):
     def _leaf_generators(self) -> List[np.random.RandomState]:
         return [leaf.rng for leaf in self._sampler.flatten().values()]
 
-    def _save_files(self, directory: str) -> None:
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
         states = [rng.get_state() for rng in self._leaf_generators()]
         with open(os.path.join(directory, RNG_FILE), "wb") as handle:
             np.savez(handle, keys=np.stack([s[1] for s in states]).astype(np.uint32),

@@ -90,6 +90,8 @@ class SACAgent(Agent):
     """
 
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+    loss_scalar_tags = {"actor_loss": "loss/actor", "critic_loss": "loss/critic", "alpha_loss": "loss/alpha",
+                        "alpha": "train/alpha"}
     update_spec_defaults = {"update_interval": 1, "sync_interval": 1, "sync_tau": 0.005, "batch_size": 256,
                             "num_iterations": 1}
 
@@ -322,6 +324,7 @@ class SACAgent(Agent):
                 self.last_sync_timestep = self.timesteps
             self.num_updates += 1
             self._check_loss(losses.loss, "update")
+        self.last_losses = losses
         return losses
 
     def get_losses(self, batch: dict) -> SACLosses:
@@ -348,8 +351,9 @@ class SACAgent(Agent):
             self._executor().execute("reset_preprocessor")
 
     # --- Checkpoints (a numpy memory is a file next to the graph's variables) ------------------------
-    def _save_files(self, directory: str) -> None:
-        self.replay.save_files(directory)
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
+        if save_replay:
+            self.replay.save_files(directory)
 
     def _check_files(self, directory: str) -> Any:
         return self.replay.check_files(directory)

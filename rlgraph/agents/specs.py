@@ -48,6 +48,7 @@ SAVER_SPEC_DEFAULTS: Dict[str, Any] = {
     "directory": None,
     "checkpoint_frequency": None,  # env steps between periodic checkpoints (training_spec.checkpoint_interval)
     "max_checkpoints": None,       # periodic checkpoints kept (oldest deleted; None: all)
+    "save_replay": True,           # checkpoints hold the replay memories' contents (False: they load empty)
 }
 SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {
     "directory": None,             # TensorBoard directory (None: <output dir>/tensorboard)
@@ -198,6 +199,10 @@ def check_saver_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
     spec["directory"] = check_directory(spec["directory"], "saver_spec.directory", owner)
     for key in ("checkpoint_frequency", "max_checkpoints"):
         spec[key] = check_number(spec[key], f"saver_spec.{key}", owner, low=1, integer=True, allow_none=True)
+    if not isinstance(spec["save_replay"], bool):
+        raise RLGraphSpecError("saver_spec.save_replay must be true or false", where=f"{owner}(saver_spec.save_replay)",
+                               expected="a bool", received=repr(spec["save_replay"]),
+                               hint="false leaves the replay memories' contents out of checkpoints.")
     return spec
 
 

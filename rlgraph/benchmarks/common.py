@@ -24,8 +24,11 @@ CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
 DQN_CARTPOLE_SPEC = {
     "type": "dqn", "discount": 0.99, "double_q": True, "dueling_q": False, "huber_loss": True, "n_step": 1,
     "memory_spec": {"type": "replay-memory", "capacity": 50000},
-    "network_spec": [{"type": "dense", "units": 256, "activation": "relu", "scope": "hidden-1"},
-                     {"type": "dense", "units": 256, "activation": "relu", "scope": "hidden-2"}],
+    "network_spec": [{"type": "dense", "units": 256, "activation": "relu", "weights_spec": "fan_in_uniform",
+                      "biases_spec": "fan_in_uniform", "scope": "hidden-1"},
+                     {"type": "dense", "units": 256, "activation": "relu", "weights_spec": "fan_in_uniform",
+                      "biases_spec": "fan_in_uniform", "scope": "hidden-2"}],
+    "action_adapter_spec": {"weights_spec": "fan_in_uniform", "biases_spec": "fan_in_uniform"},
     "exploration_spec": {"epsilon_spec": {"decay_spec": {"type": "linear-decay", "from": 1.0, "to": 0.04,
                                                          "start_percentage": 0.0, "stop_percentage": 0.16}}},
     "observe_spec": {"buffer_size": 32},

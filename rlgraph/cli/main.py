@@ -7,7 +7,9 @@ The command imports no backend at start-up; each sub-command imports what it nee
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -17,7 +19,7 @@ import numpy as np
 
 import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError, RLGraphInterrupted
 
 # Exit status of a sub-command that needs an optional package (or backend) that is not installed.
 EXIT_UNAVAILABLE = 3
@@ -34,21 +36,44 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rlgraph {rlgraph.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="show the version and the installed backends")
-    train = commands.add_parser("train", help="train an agent from a JSON/YAML config")
-    train.add_argument("config", help="agent config file (e.g. configs/dqn_cartpole.json)")
-    train.add_argument("--env", help="environment id (default: from the config)")
+    train = commands.add_parser("train", help="train an agent from a JSON/YAML config, or --algo on --env",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_train_epilog())
+    train.add_argument("config", nargs="?",
+                       help="agent config file (e.g. configs/dqn_cartpole.json); or give --algo and --env")
+    train.add_argument("--algo", help="train this algorithm without a config file (needs --env): "
+                                      "its tuned shipped config where there is one, else its defaults")
+    train.add_argument("--env", help="environment id; replaces only the id of the config's environment, "
+                                     "and stop_at_return with the id's reward_threshold (default: from the config)")
     train.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend (default: rlgraph's default)")
     train.add_argument("--steps", type=int, help="number of environment steps")
-    train.add_argument("--seed", type=int, help="random seed")
+    seeding = train.add_mutually_exclusive_group()
+    seeding.add_argument("--seed", type=int, help="random seed")
+    seeding.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                         help="train once per seed, in parallel processes, into OUTPUT_DIR/seed-S, then summarize")
+    train.add_argument("--jobs", type=int, metavar="N",
+                       help="--seeds: processes at once (default: min(number of seeds, CPU count))")
     train.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config value")
     train.add_argument("--output-dir", help="where logs and checkpoints go (default: runs/<config>-<backend>-<time>)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--ray-address", metavar="HOST:PORT",
                        help="Ray cluster of a distributed (Ape-X) config (default: its redis_address, else a "
                             "Ray started here)")
-    evaluate = commands.add_parser("evaluate", help="evaluate a saved agent")
-    evaluate.add_argument("checkpoint", help="a checkpoint directory written by `rlgraph train`")
-    evaluate.add_argument("--episodes", type=int, default=10, help="number of greedy episodes")
+    train.add_argument("--resume", metavar="RUN_DIR",
+                       help="continue a run from its newest checkpoint, with its own config (--steps N trains "
+                            "it further)")
+    train.add_argument("--hook", action="append", default=[], metavar="MODULE:CLASS",
+                       help="a rlgraph.execution.hooks.Hook subclass to run (importable module; repeatable)")
+    train.add_argument("--wandb", metavar="PROJECT", help="log the TensorBoard scalars to this W&B project too")
+    train.add_argument("--mlflow", metavar="EXPERIMENT", help="log the TensorBoard scalars to this MLflow experiment too")
+    evaluate = commands.add_parser("evaluate", help="evaluate, watch or record a saved agent")
+    evaluate.add_argument("checkpoint", help="a checkpoint directory written by `rlgraph train`, or a run directory "
+                                             "(its newest checkpoint)")
+    evaluate.add_argument("--best", action="store_true", help="of a run directory: its best checkpoint")
+    showing = evaluate.add_mutually_exclusive_group()
+    showing.add_argument("--render", action="store_true", help="show the greedy episodes in a window")
+    showing.add_argument("--video", metavar="FILE.gif|FILE.mp4", help="record one greedy episode into this file")
+    evaluate.add_argument("--episodes", type=int,
+                          help="number of greedy episodes (default: 10; with --video: 1, recorded back to back)")
     evaluate.add_argument("--env", help="environment id (default: the one it was trained on)")
     evaluate.add_argument("--seed", type=int, default=0, help="environment seed")
     export = commands.add_parser(
@@ -75,6 +100,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _train_epilog() -> str:
+    """The end of `rlgraph train --help`: the training_spec keys with their defaults, and examples."""
+    from rlgraph.execution.algo_defaults import algo_names
+    from rlgraph.execution.training import TRAINING_SPEC_DEFAULTS
+    width = max(map(len, TRAINING_SPEC_DEFAULTS))
+    keys = "\n".join(f"  {key:{width}s}  {json.dumps(value)}" for key, value in TRAINING_SPEC_DEFAULTS.items())
+    return (f"training_spec keys (default; meanings in docs/agents.md), set with --set training_spec.KEY=VALUE:\n"
+            f"{keys}\n\n--algo: {', '.join(algo_names())}\n\n"
+            "examples:\n"
+            "  rlgraph train configs/dqn_cartpole.json --set training_spec.evaluation_interval=1000\n"
+            "  rlgraph train configs/dqn_cartpole.json --set update_spec.batch_size=128 "
+            "--set optimizer_spec.learning_rate=0.0005\n"
+            "  rlgraph train configs/dqn_cartpole.json --set training_spec.stop_at_return=null\n"
+            "  rlgraph train configs/dqn_pong.json --env ALE/Breakout-v5\n"
+            "  rlgraph train --algo ppo --env Acrobot-v1 --steps 100000\n"
+            "  rlgraph train configs/dqn_cartpole.json --seeds 1 2 3 4 5 --jobs 2\n"
+            "--set values are JSON where they parse as JSON (numbers, null, true, \"text\", [...], {...}), else text.")
+
+
 def _info() -> int:
     print(f"rlgraph {rlgraph.__version__}")
     for name in BACKENDS:
@@ -87,17 +131,71 @@ def _info() -> int:
     return 0
 
 
+def _train_config(args):
+    """(resolved config, run name) of `rlgraph train`: from a config file, or from --algo and --env."""
+    from rlgraph.execution.training import resolve_config
+    if (args.config is None) == (args.algo is None):
+        raise RLGraphError("give a config file or --algo, not both" if args.config else "nothing to train",
+                           where="rlgraph train", expected="CONFIG, or --algo ALGO --env ID",
+                           received=f"{args.config} and --algo {args.algo}" if args.config else "neither",
+                           hint="e.g. `rlgraph train configs/dqn_cartpole.json` or "
+                                "`rlgraph train --algo dqn --env CartPole-v1`.")
+    if args.jobs is not None and not args.seeds:
+        raise RLGraphError("--jobs needs --seeds", where="rlgraph train --jobs", received=args.jobs,
+                           hint="give several seeds, e.g. --seeds 1 2 3 --jobs 2.")
+    if args.algo is None:
+        config = resolve_config(args.config, args.env, args.backend, args.steps, args.seed, args.set)
+        return config, os.path.splitext(os.path.basename(args.config))[0]
+    if args.env is None:
+        raise RLGraphError("--algo needs an environment", where=f"rlgraph train --algo {args.algo}",
+                           expected="--env ID", hint=f"e.g. rlgraph train --algo {args.algo} --env CartPole-v1.")
+    from rlgraph.execution.algo_defaults import algo_config
+    base, source = algo_config(args.algo, args.env)
+    print(f"rlgraph train: {base['type']} on {args.env}, config: {source}")
+    config = resolve_config(base, None, args.backend, args.steps, args.seed, args.set)
+    return config, f"{config['type']}-{args.env.replace('/', '-')}"
+
+
+def _loggers(args) -> List[dict]:
+    """The `training_spec.loggers` entries of --wandb PROJECT and --mlflow EXPERIMENT."""
+    loggers = [{"type": "wandb", "project": args.wandb}] if args.wandb else []
+    return loggers + ([{"type": "mlflow", "experiment": args.mlflow}] if args.mlflow else [])
+
+
 def _train(args) -> int:
-    from rlgraph.execution.training import resolve_config, train
-    config = resolve_config(args.config, args.env, args.backend, args.steps, args.seed, args.set)
-    output_dir = args.output_dir
-    if output_dir is None:
-        from rlgraph.backend_system import normalize_backend
-        backend = normalize_backend(config.get("backend") or default_backend())
-        name = os.path.splitext(os.path.basename(args.config))[0]
-        output_dir = os.path.join("runs", f"{name}-{backend}-{time.strftime('%Y%m%d-%H%M%S')}")
-    _make_directory(output_dir, "rlgraph train --output-dir")
-    summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address)
+    from rlgraph.execution.training import train
+    if args.resume is not None:
+        # The run's own config: train() refuses the options that would change it.
+        given = [name for name in ("algo", "seeds", "jobs") if getattr(args, name) is not None]
+        if given:
+            raise RLGraphError("a resumed run keeps the config it started with", where="rlgraph train --resume",
+                               received=", ".join(f"--{name}" for name in given),
+                               hint="only --steps may change on --resume, to train further.")
+        output_dir = args.resume
+        summary = train(args.config, args.env, args.backend, args.steps, args.seed, args.set,
+                        output_dir=args.output_dir, progress=not args.no_progress, ray_address=args.ray_address,
+                        resume=args.resume, hooks=args.hook, loggers=_loggers(args))
+    else:
+        config, name = _train_config(args)
+        output_dir = args.output_dir
+        if output_dir is None:
+            from rlgraph.backend_system import normalize_backend
+            backend = normalize_backend(config.get("backend") or default_backend())
+            output_dir = os.path.join("runs", f"{name}-{backend}-{time.strftime('%Y%m%d-%H%M%S')}")
+        _make_directory(output_dir, "rlgraph train --output-dir")
+        if args.seeds:
+            if args.hook or _loggers(args):
+                raise RLGraphError("hooks and loggers are not passed on to the runs of --seeds",
+                                   where="rlgraph train --seeds", received="--hook, --wandb or --mlflow",
+                                   hint="train the seeds one by one with --seed S, or name them in "
+                                        "training_spec.hooks / training_spec.loggers.")
+            from rlgraph.execution.multi_seed import train_seeds
+            return train_seeds(config, args.seeds, output_dir, jobs=args.jobs, ray_address=args.ray_address)
+        summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address,
+                        hooks=args.hook, loggers=_loggers(args))
+    # What `--seeds` (multi_seed) reads back of each seed's run.
+    with open(os.path.join(output_dir, "summary.json"), "w") as handle:
+        json.dump(summary, handle, indent=2, default=_json_value)
     evaluations = ", ".join(f"{step}: {value:.1f}" for step, value in summary["evaluations"]) or "none"
     print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
           f"{summary['wall_time']:.1f} s ({summary['env_frames_per_second']:.0f} steps/s) on {summary['backend']}.")
@@ -110,6 +208,11 @@ def _train(args) -> int:
     print(f"checkpoint: {summary['checkpoint']}\nlearning curve: {summary['learning_curve']}\n"
           f"logs (CSV, TensorBoard): {summary['output_dir']}")
     return 0
+
+
+def _json_value(value):
+    """A numpy scalar as a python number (anything else JSON cannot hold as its text)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
 
 
 def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
@@ -131,14 +234,45 @@ def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
 
 def _evaluate(args) -> int:
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    agent, env_spec, config = _load_checkpoint(args.checkpoint, args.env, "evaluate")
+    from rlgraph.execution.video import check_display, check_video_path, resolve_checkpoint
+    if args.video is not None:  # Checked before the (slow) build.
+        check_video_path(args.video, "rlgraph evaluate --video")
+        _make_directory(os.path.dirname(args.video), "rlgraph evaluate --video")
+    if args.render:
+        check_display("rlgraph evaluate --render")
+    checkpoint = resolve_checkpoint(args.checkpoint, args.best)
+    if checkpoint != args.checkpoint:
+        print(f"rlgraph evaluate: checkpoint {checkpoint}")
+    agent, env_spec, config = _load_checkpoint(checkpoint, args.env, "evaluate")
+    if args.render or args.video:
+        return _watch_or_record(args, agent, env_spec, config["training_spec"]["max_timesteps_per_episode"])
     worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=args.seed)
-    result = worker.evaluate(args.episodes, config["training_spec"]["max_timesteps_per_episode"])
+    result = worker.evaluate(args.episodes or 10, config["training_spec"]["max_timesteps_per_episode"])
     returns = result["episode_returns"]
     print(f"rlgraph evaluate: {len(returns)} greedy episodes: mean return {np.mean(returns):.2f} "
           f"(min {np.min(returns):.2f}, max {np.max(returns):.2f}), mean length {result['mean_episode_length']:.1f}")
     worker.terminate()
     agent.terminate()
+    return 0
+
+
+def _watch_or_record(args, agent, env_spec, max_steps: int) -> int:
+    """`rlgraph evaluate --render` (--episodes episodes in a window, default 10) or `--video FILE`
+    (--episodes episodes back to back, default 1)."""
+    from rlgraph.execution.video import record_greedy_episode, watch
+    try:
+        if args.render:
+            returns = watch(agent, env_spec, args.episodes or 10, max_steps, seed=args.seed)
+            print(f"rlgraph evaluate: showed {len(returns)} greedy episodes: returns "
+                  f"{', '.join(f'{r:.1f}' for r in returns)}")
+        else:
+            video = record_greedy_episode(agent, env_spec, args.video, max_steps, seed=args.seed,
+                                          where="rlgraph evaluate --video", episodes=args.episodes or 1)
+            print(f"rlgraph evaluate: wrote {video['path']}: {len(video['returns'])} greedy episode(s), returns "
+                  f"{', '.join(f'{r:.2f}' for r in video['returns'])}, {sum(video['lengths'])} steps "
+                  f"({video['frames']} frames)")
+    finally:
+        agent.terminate()
     return 0
 
 
@@ -219,6 +353,14 @@ def _check_options(args) -> None:
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise RLGraphError("seed out of range", where=f"rlgraph {args.command} --seed",
                            expected=f"an int in [0, {MAX_SEED}]", received=seed)
+    for seed in getattr(args, "seeds", None) or ():
+        if not 0 <= seed <= MAX_SEED:
+            raise RLGraphError("seed out of range", where=f"rlgraph {args.command} --seeds",
+                               expected=f"ints in [0, {MAX_SEED}]", received=seed)
+    jobs = getattr(args, "jobs", None)
+    if jobs is not None and jobs < 1:
+        raise RLGraphError("at least one job is needed", where=f"rlgraph {args.command} --jobs",
+                           expected="an int >= 1", received=jobs)
     episodes = getattr(args, "episodes", None)
     if episodes is not None and episodes < 1:
         raise RLGraphError("at least one episode is needed", where=f"rlgraph {args.command} --episodes",
@@ -235,6 +377,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         _check_options(args)
         return commands[args.command](args)
+    except RLGraphInterrupted as error:
+        # The run saved a checkpoint; the status says which signal stopped it (128 + its number).
+        print(f"rlgraph {args.command}: {error}", file=sys.stderr)
+        return 128 + (error.signal_number or signal.SIGINT)
+    except KeyboardInterrupt:
+        # A second signal while a run saves, or a command (a distributed run) that saves nothing on one.
+        print(f"rlgraph {args.command}: stopped at once; the checkpoints written before are intact.",
+              file=sys.stderr)
+        return 128 + signal.SIGINT
     except RLGraphError as error:
         cause = error.__cause__
         if isinstance(error, RLGraphEnvError) and cause is not None:

@@ -71,7 +71,8 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
         mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
     """
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    from rlgraph.execution.training import RunLogs, evaluate_greedily, progress_bar
+    from rlgraph.execution.run_files import RunLogs
+    from rlgraph.execution.training import evaluate_greedily, progress_bar
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
     env_spec = config["environment_spec"]

@@ -2,7 +2,13 @@
 
 A hook is any callable `hook(agent, data)`; `data` is a `StepData`. Hooks export what they
 need themselves (print, write files, collect lists) and return nothing. A `Hook` subclass can
-also react to episode ends (`on_episode_end`).
+also react to episode ends (`on_episode_end`), to the scalars a training run logs (`on_log`) and
+to the end of the run (`close`).
+
+`rlgraph train --hook package.module:Class` and `training_spec.hooks` name hooks; `load_hook`
+makes them. A hook named in a config file is never imported from a file that came with the
+config: its module must be imported already or belong to an installed distribution (see
+`load_hook`), and its class must subclass `Hook`.
 
 >>> from rlgraph.execution.hooks import Hook, StepData
 >>> class CountRewards(Hook):
@@ -18,7 +24,17 @@ also react to episode ends (`on_episode_end`).
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, List, NamedTuple
+import importlib
+import importlib.metadata
+import inspect
+import re
+import sys
+from typing import Any, Dict, Hashable, List, Mapping, NamedTuple, Tuple
+
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+# "package.module:Class": python identifiers, no file paths.
+HOOK_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
 class StepData(NamedTuple):
@@ -59,6 +75,19 @@ class Hook:
     def on_episode_end(self, agent: Any, data: StepData) -> None:
         """Called after the last step of each episode (after `__call__`)."""
 
+    def on_log(self, step: int, scalars: Mapping[str, float]) -> None:
+        """Called by `rlgraph train` (with an output directory) with the scalars it writes to
+        TensorBoard at env step `step`, e.g. {"train/loss": 0.3, "explore/epsilon": 0.5}."""
+
+    def close(self) -> None:
+        """Called once when the training run ends (also a failed one)."""
+
+    def runs_per_step(self) -> bool:
+        """Whether the hook overrides `__call__` or `on_episode_end` (a worker builds a `StepData`
+        per env step only for such hooks; a logger that only has `on_log` costs nothing per step)."""
+        kind = type(self)
+        return kind.__call__ is not Hook.__call__ or kind.on_episode_end is not Hook.on_episode_end
+
 
 class EpisodeReturnsHook(Hook):
     """Collects (worker step, episode return, episode length) at every episode end."""
@@ -68,3 +97,84 @@ class EpisodeReturnsHook(Hook):
 
     def on_episode_end(self, agent: Any, data: StepData) -> None:
         self.records.append((data.step, data.episode_reward, data.episode_step))
+
+
+def step_hooks(hooks: Any) -> List[Any]:
+    """The hooks a worker must run after every env step: callables, and `Hook`s that override
+    `__call__` or `on_episode_end` (`Hook.runs_per_step`)."""
+    return [hook for hook in hooks if not isinstance(hook, Hook) or hook.runs_per_step()]
+
+
+# --- Hooks by name ---------------------------------------------------------------------------------
+def check_hook_spec(spec: Any, where: str) -> Tuple[str, Dict[str, Any]]:
+    """("package.module:Class", constructor arguments) of a hook spec, checked without importing.
+
+    A spec is "package.module:Class" or {"type": "package.module:Class", **arguments}.
+
+    Raises:
+        RLGraphSpecError: For another form, or a name that is not "package.module:Class".
+    """
+    if isinstance(spec, Mapping):
+        arguments = {k: v for k, v in spec.items() if k != "type"}
+        name = spec.get("type")
+    else:
+        arguments, name = {}, spec
+    if not isinstance(name, str) or not HOOK_NAME.fullmatch(name):
+        raise RLGraphSpecError("a hook must be named as 'package.module:Class'", where=where,
+                               expected='"package.module:Class" or {"type": "package.module:Class", ...arguments}',
+                               received=repr(spec)[:120],
+                               hint="python identifiers only: file paths are not accepted.")
+    return name, arguments
+
+
+def _installed(module_name: str) -> bool:
+    """Whether the top-level package of `module_name` belongs to an installed distribution (read
+    from the distributions' metadata; nothing is imported)."""
+    top = module_name.split(".")[0]
+    return top == "rlgraph" or top in importlib.metadata.packages_distributions()
+
+
+def load_hook(spec: Any, where: str, from_config: bool) -> "Hook":
+    """Makes the `Hook` a spec names (see `check_hook_spec`).
+
+    The rule that keeps a config file from running code that came with it: a hook named in a
+    config file (`from_config`) must come from a module that is imported already or whose
+    top-level package belongs to an installed distribution (pip's metadata: `pip install` or
+    `pip install -e` put it there), so a module file lying next to the config or in the working
+    directory is never imported. A hook given on the command line (`--hook`) or to
+    `train(hooks=...)` may come from any importable module: the user named it. Either way the
+    class must subclass `Hook`, and nothing else is called.
+
+    Raises:
+        RLGraphSpecError: For a malformed name, a module that may not or cannot be imported, a
+            missing class, a class that is not a `Hook` subclass, or arguments its constructor
+            refuses.
+    """
+    name, arguments = check_hook_spec(spec, where)
+    module_name, class_name = name.split(":")
+    module = sys.modules.get(module_name)
+    if module is None:
+        if from_config and not _installed(module_name):
+            raise RLGraphSpecError(
+                "a hook named in a config file must come from an installed package", where=where,
+                expected="a module of an installed distribution, or one imported already", received=repr(name),
+                hint="install the package that holds it (pip install -e .), or name the hook on the command "
+                     "line (rlgraph train ... --hook package.module:Class), which imports it.")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise RLGraphSpecError("cannot import the hook's module", where=where, received=repr(name),
+                                   hint=f"{error}; the module must be importable (installed, or on PYTHONPATH).") \
+                from None
+    found = getattr(module, class_name, None)
+    if not (inspect.isclass(found) and issubclass(found, Hook)):
+        what = "no such attribute" if found is None else (
+            "a class that is not a Hook" if inspect.isclass(found) else f"not a class ({type(found).__name__})")
+        raise RLGraphSpecError(f"the hook is {what}", where=where,
+                               expected="a subclass of rlgraph.execution.hooks.Hook", received=repr(name),
+                               hint="hooks subclass Hook and override __call__, on_episode_end, on_log or close.")
+    try:
+        return found(**arguments)
+    except TypeError as error:
+        raise RLGraphSpecError("the hook's constructor refused the arguments", where=where,
+                               received=f"{name} with {sorted(arguments)}", hint=str(error)) from None

@@ -62,6 +62,7 @@ class SingleThreadedWorker:
         self._episode_lengths = np.zeros(self.num_environments, dtype=np.int64)
         # The statistics of the last `execute_*` call up to an env failure that cut it short (else None).
         self.interrupted_stats: Optional[Dict[str, Any]] = None
+        self.stop_requested = False  # See `request_stop`.
 
     # --- Public API -----------------------------------------------------------------------------
     def execute_timesteps(self, num_timesteps: int, max_timesteps_per_episode: int = 0, use_exploration: bool = None,
@@ -95,6 +96,13 @@ class SingleThreadedWorker:
         when the worker has its own env)."""
         return self.execute_episodes(num_episodes, max_timesteps_per_episode, use_exploration=False, learn=False)
 
+    def request_stop(self) -> None:
+        """Ends the running `execute_*` call after the current worker step (every env finishes its
+        step, and the updates due after it run); its statistics cover the steps taken, as at the
+        end of any call. Safe to call from a signal handler or a hook. Later calls return at once
+        until `stop_requested` is set back to False."""
+        self.stop_requested = True
+
     def terminate(self) -> None:
         self.vector_env.terminate()
 
@@ -120,7 +128,7 @@ class SingleThreadedWorker:
         self.interrupted_stats = None
         start = time.perf_counter()
         act_time = env_time = update_time = 0.0
-        while not done_fn(steps, episodes):
+        while not done_fn(steps, episodes) and not self.stop_requested:
             t0 = time.perf_counter()
             actions, preprocessed = agent.get_action(self._states, use_exploration=explore,
                                                      extra_returns="preprocessed_states")

@@ -7,26 +7,29 @@ A config file holds the agent spec plus two run sections that `Agent.from_spec` 
 
 A run writes into `output_dir`: config.json (the resolved config), episodes.csv (every training
 episode), evaluations.csv, TensorBoard event files, checkpoints/ (every `checkpoint_interval`
-steps and "final"), and learning_curve.png.
+steps, on SIGINT/SIGTERM or an env failure, "best" and "final"), and learning_curve.png.
+`train(resume=RUN_DIR)` continues a run from its newest checkpoint (`run_state.py`).
 
 A config whose `execution_spec` holds a `ray_spec` is a distributed (Ape-X) run: `train` hands
 it to `rlgraph.execution.distributed_training`, which writes the same files (docs/distributed.md).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from functools import partial
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from rlgraph.agents.specs import (SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS, check_number, check_saver_spec,
-                                  check_seed, check_spec, check_summary_spec)
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.agents.specs import (SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS, check_choice, check_number,
+                                  check_saver_spec, check_seed, check_spec, check_summary_spec)
+from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent
+from rlgraph.execution.run_state import (LoopState, StopOnSignals, check_new_output_dir, check_resume_arguments,
+                                         resume_point)
+from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import load_json_text, load_spec_file
 
 logger = logging.getLogger(__name__)
@@ -41,7 +44,12 @@ TRAINING_SPEC_DEFAULTS: Dict[str, Any] = {
     "stop_at_return": None,          # stop once an evaluation's mean return reaches this (a number or None)
     "checkpoint_interval": 0,        # env steps between checkpoints (0: only the final one)
     "log_interval": 1000,            # env steps per progress/log chunk (>= 1)
+    "record_video_every": 0,         # env steps between greedy-episode GIFs in videos/ (0: none)
+    "hooks": [],                     # "package.module:Class" or {"type": ..., **arguments} (hooks.load_hook)
+    "loggers": [],                   # {"type": "wandb", "project": ...}, {"type": "mlflow", "experiment": ...}
+    "vectorization": "sync",         # "sync": envs stepped in turn here; "async": each in a subprocess
 }
+VECTORIZATIONS = ("sync", "async")
 
 
 def apply_overrides(config: dict, overrides: Iterable[str]) -> dict:
@@ -85,7 +93,11 @@ def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, 
     config = copy.deepcopy(dict(config))
     config = apply_overrides(config, overrides)
     if env is not None:
-        config["environment_spec"] = {"type": "openai-gym", "gym_env": env} if isinstance(env, str) else env
+        # Only the id changes (see env_ids); a stop_at_return set with --set is the user's, not the old env's.
+        from rlgraph.execution.env_ids import apply_env
+        explicit = apply_overrides({}, overrides).get("training_spec")
+        apply_env(config, env, keep_stop_at_return=isinstance(explicit, dict) and "stop_at_return" in explicit,
+                  where="train(env, --env)")
     if "environment_spec" not in config:
         raise RLGraphSpecError("no environment", where="train", hint="give --env ID or an environment_spec section.")
     training = check_spec(config.get("training_spec"), TRAINING_SPEC_DEFAULTS, "training_spec", "train")
@@ -112,11 +124,22 @@ def check_training_spec(spec: Dict[str, Any]) -> Dict[str, Any]:
     """
     for key, low in (("num_timesteps", 1), ("num_environments", 1), ("max_timesteps_per_episode", 0),
                      ("evaluation_interval", 0), ("evaluation_episodes", 1), ("checkpoint_interval", 0),
-                     ("log_interval", 1)):
+                     ("log_interval", 1), ("record_video_every", 0)):
         spec[key] = check_number(spec[key], f"training_spec.{key}", "train", low=low, integer=True,
                                  hint="0 switches it off." if low == 0 and "interval" in key else None)
+    spec["vectorization"] = check_choice(spec["vectorization"], VECTORIZATIONS, "training_spec.vectorization", "train",
+                                         hint='"async" steps each training env in its own subprocess.')
     spec["stop_at_return"] = check_number(spec["stop_at_return"], "training_spec.stop_at_return", "train",
                                           allow_none=True, hint="null trains for all num_timesteps.")
+    from rlgraph.execution.hooks import check_hook_spec
+    from rlgraph.execution.loggers import check_logger_spec
+    for key, check in (("hooks", check_hook_spec), ("loggers", check_logger_spec)):  # (Nothing is imported.)
+        if not isinstance(spec[key], (list, tuple)):
+            raise RLGraphSpecError(f"training_spec.{key} must be a list", where=f"train(training_spec.{key})",
+                                   received=repr(spec[key])[:120])
+        for i, item in enumerate(spec[key]):
+            check(item, f"training_spec.{key}[{i}]")
+        spec[key] = list(spec[key])
     return spec
 
 
@@ -138,6 +161,15 @@ def _check_run_specs(config: dict) -> None:
                                    expected=f"training_spec.checkpoint_interval {training['checkpoint_interval']}",
                                    received=frequency, hint="both are env steps between checkpoints: set one.")
         training["checkpoint_interval"] = frequency
+
+
+def training_envs(env_spec: Any, training_spec: Dict[str, Any], seed: Optional[int]) -> Any:
+    """What the training worker steps: an `AsyncVectorEnv` for `vectorization` "async" with several
+    environments, else `env_spec` itself (the worker makes a `SequentialVectorEnv`)."""
+    if training_spec["vectorization"] != "async" or training_spec["num_environments"] == 1:
+        return env_spec
+    from rlgraph.environments.async_vector_env import AsyncVectorEnv
+    return AsyncVectorEnv(training_spec["num_environments"], env_spec, seed=seed)
 
 
 def is_distributed(config: dict) -> bool:
@@ -173,9 +205,10 @@ def make_agent_and_env(config: dict):
     return agent, env_spec
 
 
-def train(config: Any, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
+def train(config: Any = None, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
           seed: Optional[int] = None, overrides: Iterable[str] = (), output_dir: Optional[str] = None,
-          progress: bool = True, ray_address: Optional[str] = None) -> Dict[str, Any]:
+          progress: bool = True, ray_address: Optional[str] = None, resume: Optional[str] = None,
+          hooks: Sequence[Any] = (), loggers: Sequence[dict] = ()) -> Dict[str, Any]:
     """Trains an agent as its config says; see the module docstring for what is written.
 
     A config with `execution_spec.ray_spec` runs on its distributed executor
@@ -183,7 +216,8 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
 
     Args:
         config: A config file path or dict (agent spec + environment_spec + training_spec).
-        env: An environment id or spec replacing the config's environment_spec.
+        env: An environment id, which replaces only the id in the config's environment_spec (and
+            stop_at_return, see `env_ids.apply_env`), or a spec dict replacing the whole section.
         backend: "tf" or "pytorch" (default: the config's, else rlgraph's default).
         num_timesteps: Replaces training_spec.num_timesteps.
         seed: Seeds the agent (execution_spec.seed) and the environments.
@@ -192,18 +226,51 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
         progress: Show a tqdm progress bar.
         ray_address: The Ray cluster of a distributed run ("host:port"; overrides
             `ray_spec.executor_spec.redis_address`).
+        resume: A run directory to continue (`rlgraph train --resume`): its newest checkpoint and
+            its config; only `num_timesteps` may be given too (to train further).
+        hooks: Run after each training env step and given the logged scalars (see
+            `rlgraph.execution.hooks`): `Hook` objects, callables, or "package.module:Class" names
+            (imported: `rlgraph train --hook`), before those of `training_spec.hooks` and
+            `training_spec.loggers`.
+        loggers: More `training_spec.loggers` entries (`--wandb`, `--mlflow`), e.g.
+            [{"type": "wandb", "project": "cartpole"}]; not stored in the run's config.
 
     Returns:
         A summary: solved, solved_at_step, evaluations [(step, mean return)], best_evaluation,
-        timesteps, episodes, wall_time, env_frames_per_second, output files.
+        timesteps, episodes, wall_time, env_frames_per_second, output files (steps, episodes and
+        evaluations of a resumed run count from its start).
 
     Raises:
         RLGraphSpecError: For an invalid config, or a `ray_address` with a config that is not
             distributed.
+        RLGraphError: For an `output_dir` that holds files (another run) without `resume`.
+        RLGraphInterrupted: On SIGINT/SIGTERM (with an `output_dir`), after the checkpoint and logs
+            are written.
+        RLGraphEnvError: When an environment raises; with an `output_dir` a checkpoint is written
+            first (the error's hint names it).
     """
+    from rlgraph.execution.hooks import step_hooks
+    from rlgraph.execution.loggers import close_hooks, run_hooks
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+    from rlgraph.execution.video import training_videos
+    point = None
+    if resume is not None:
+        check_resume_arguments("train(resume, --resume)", config=config, env=env, backend=backend, seed=seed,
+                               overrides=list(overrides or ()), ray_address=ray_address,
+                               output_dir=None if output_dir in (None, resume) else output_dir)
+        point = resume_point(resume)
+        config = resumed_config(point, num_timesteps)
+        output_dir = resume
+    else:
+        config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+        if output_dir:
+            check_new_output_dir(output_dir, "train(output_dir, --output-dir)")
     if is_distributed(config):
+        if config["training_spec"]["vectorization"] == "async":
+            raise RLGraphSpecError("vectorization 'async' is for runs in one worker", where="train(training_spec."
+                                   "vectorization)", expected='"sync" for a distributed (Ape-X, IMPALA) config',
+                                   received='"async"', hint="a distributed run's workers step their own envs; "
+                                   "ray_spec.worker_spec.num_worker_environments sets how many.")
         from rlgraph.execution.distributed_training import train_distributed
         return train_distributed(config, output_dir=output_dir, progress=progress, ray_address=ray_address)
     if ray_address is not None:
@@ -213,52 +280,89 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
                                hint="drop --ray-address to train in this process, or train an Ape-X config.")
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
+    if point is not None and seed is not None:
+        seed += point.state.steps  # A resumed run's envs start fresh episodes, not the run's first ones again.
     start = time.perf_counter()
     agent, env_spec = make_agent_and_env(config)
-    worker = SingleThreadedWorker(agent, env_spec, num_environments=spec["num_environments"], seed=seed)
+    run = LoopState(next_eval=spec["evaluation_interval"] or math.inf,
+                    next_checkpoint=spec["checkpoint_interval"] or math.inf)
+    if point is not None:
+        run = point.state
+        resume_agent(agent, point.checkpoint)
+    first_step = run.steps
+    hooks = run_hooks(spec, config, hooks, loggers)
+    envs = training_envs(env_spec, spec, seed)
+    worker = SingleThreadedWorker(agent, envs, num_environments=spec["num_environments"], seed=seed,
+                                  hooks=step_hooks(hooks))
+    worker.total_steps, worker.total_episodes = run.steps, run.episodes  # (CSV steps continue on resume.)
+    worker.last_update_timestep = run.last_update_timestep
     evaluator = None
     if spec["evaluation_interval"]:
         evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
                                          seed=None if seed is None else seed + 10_000)
-    logs = RunLogs(output_dir, config) if output_dir else None
-    bar = progress_bar(spec["num_timesteps"], progress)
-    evaluations, steps, episodes, solved_at = [], 0, 0, None
-    next_eval = spec["evaluation_interval"] or math.inf
-    next_checkpoint = spec["checkpoint_interval"] or math.inf
-    last_return = float("nan")
+    logs = RunLogs(output_dir, config, resume=point, hooks=hooks) if output_dir else None
+    videos = training_videos(agent, env_spec, spec, output_dir, seed)
+    store = partial(agent.store_model, add_timestep=False)
+    bar = progress_bar(spec["num_timesteps"], progress, initial=run.steps)
+    # With an output dir, SIGINT/SIGTERM end the chunk after the current env step; the run then saves.
+    signals = StopOnSignals(worker.request_stop)
+    last_return, solved, first_chunk = float("nan"), False, True
     try:
-        while steps < spec["num_timesteps"]:
-            chunk = min(spec["log_interval"], spec["num_timesteps"] - steps, max(1, next_eval - steps),
-                        max(1, next_checkpoint - steps))
-            stats = worker.execute_timesteps(chunk, spec["max_timesteps_per_episode"], reset=steps == 0)
-            steps += stats["timesteps_executed"]
-            episodes += stats["episodes_executed"]
-            if stats["episode_returns"]:
-                last_return = stats["episode_returns"][-1]
+        with signals if logs else contextlib.nullcontext():
+            while run.steps < spec["num_timesteps"] and not worker.stop_requested:
+                chunk = min(spec["log_interval"], spec["num_timesteps"] - run.steps,
+                            max(1, run.next_eval - run.steps), max(1, run.next_checkpoint - run.steps))
+                stats = worker.execute_timesteps(chunk, spec["max_timesteps_per_episode"], reset=first_chunk)
+                first_chunk = False
+                run.steps += stats["timesteps_executed"]
+                run.episodes += stats["episodes_executed"]
+                run.last_update_timestep = worker.last_update_timestep
+                if stats["episode_returns"]:
+                    last_return = stats["episode_returns"][-1]
+                if logs:
+                    logs.log_chunk(stats, agent)
+                if run.steps >= run.next_eval:
+                    run.next_eval += spec["evaluation_interval"]
+                    solved = evaluate_greedily(evaluator, spec, run.steps, logs, run.evaluations)
+                    if solved and run.solved_at is None:
+                        run.solved_at = run.steps
+                    mean_return = run.evaluations[-1][1]
+                    if not math.isnan(mean_return) and (run.best_return is None or mean_return > run.best_return):
+                        run.best_return = mean_return
+                        if logs:
+                            logs.best_checkpoint(run.steps, mean_return, store)
+                if videos is not None:
+                    videos.maybe_record(run.steps)
+                if logs and run.steps >= run.next_checkpoint:
+                    run.next_checkpoint += spec["checkpoint_interval"]
+                    logs.periodic_checkpoint(run.steps, store, run)
+                if bar is not None:
+                    bar.update(stats["timesteps_executed"])
+                    bar.set_postfix(episodes=run.episodes, last_return=f"{last_return:.1f}",
+                                    eval=f"{run.evaluations[-1][1]:.1f}" if run.evaluations else "-")
+                if solved:
+                    break
+            if signals.signal_number is not None and run.steps < spec["num_timesteps"] and not solved:
+                raise interrupted(signals, run, spec, logs, store)
+            summary = {
+                "solved": run.solved_at is not None, "solved_at_step": run.solved_at, "evaluations": run.evaluations,
+                "best_evaluation": max((e[1] for e in run.evaluations), default=float("nan")),
+                "timesteps": run.steps, "episodes": run.episodes, "wall_time": time.perf_counter() - start,
+                "backend": agent.backend, "agent_timesteps": agent.timesteps, "num_updates": agent.num_updates,
+            }
+            summary["env_frames_per_second"] = (run.steps - first_step) / summary["wall_time"]
             if logs:
-                logs.log_chunk(stats, agent)
-            if steps >= next_eval:
-                next_eval += spec["evaluation_interval"]
-                if evaluate_greedily(evaluator, spec, steps, logs, evaluations):
-                    solved_at = steps
-            if logs and steps >= next_checkpoint:
-                next_checkpoint += spec["checkpoint_interval"]
-                logs.periodic_checkpoint(steps, partial(agent.store_model, add_timestep=False))
-            if bar is not None:
-                bar.update(stats["timesteps_executed"])
-                bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}",
-                                eval=f"{evaluations[-1][1]:.1f}" if evaluations else "-")
-            if solved_at is not None:
-                break
-    except BaseException:
-        # A failed (or interrupted) run still leaves consistent files: every finished episode (those
-        # of a chunk an env failure cut short too) in episodes.csv and the curve, the logs flushed and
-        # closed. There is no final checkpoint: the agent may be in a broken state.
+                summary.update(logs.finish(store, run))
+            summary["videos"] = videos.videos if videos is not None else []
+    except BaseException as error:
+        # A failed run still leaves consistent files: every finished episode (those of a chunk an env
+        # failure cut short too) in episodes.csv and the curve, the logs flushed and closed. An env
+        # failure leaves the agent consistent (the env broke, not the agent): it is checkpointed first.
         if logs:
-            cut = worker.interrupted_stats
-            if cut is not None:
-                logs.log_episodes(cut["episode_end_steps"], cut["episode_returns"], cut["episode_lengths"])
+            if isinstance(error, RLGraphEnvError):
+                checkpoint_after_env_failure(error, run, worker, logs, store)
             logs.close()
+        close_hooks(hooks)
         worker.terminate()
         if evaluator is not None:
             evaluator.terminate()
@@ -266,15 +370,7 @@ def train(config: Any, env: Any = None, backend: Optional[str] = None, num_times
     finally:
         if bar is not None:
             bar.close()
-    summary = {
-        "solved": solved_at is not None, "solved_at_step": solved_at, "evaluations": evaluations,
-        "best_evaluation": max((e[1] for e in evaluations), default=float("nan")), "timesteps": steps,
-        "episodes": episodes, "wall_time": time.perf_counter() - start, "backend": agent.backend,
-        "agent_timesteps": agent.timesteps, "num_updates": agent.num_updates,
-    }
-    summary["env_frames_per_second"] = steps / summary["wall_time"]
-    if logs:
-        summary.update(logs.finish(partial(agent.store_model, add_timestep=False)))
+    close_hooks(hooks)
     worker.terminate()
     if evaluator is not None:
         evaluator.terminate()
@@ -293,98 +389,30 @@ def evaluate_greedily(evaluator: Any, spec: dict, steps: int, logs: Any, evaluat
     return target is not None and result["mean_episode_return"] >= target
 
 
-def progress_bar(total: int, enabled: bool):
+def progress_bar(total: int, enabled: bool, initial: int = 0):
     if not enabled:
         return None
     from tqdm import tqdm
-    return tqdm(total=total, unit="step", dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True)
 
 
-class RunLogs:
-    """The files of a run: config.json, CSVs, TensorBoard events, checkpoints, the PNG curve."""
+def resumed_config(point: Any, num_timesteps: Optional[int]) -> dict:
+    """The config of a resumed run (`run_state.ResumePoint`): the run's own, with `num_timesteps`
+    if given (`execution_spec.max_timesteps` stays, so schedules keep the horizon they had).
 
-    def __init__(self, output_dir: str, config: dict):
-        from rlgraph.utils.run_logs import CSVLogger
-        from rlgraph.utils.tensorboard import TensorBoardWriter
-        self.output_dir = output_dir
-        os.makedirs(output_dir, exist_ok=True)
-        self.config = config
-        with open(os.path.join(output_dir, "config.json"), "w") as handle:
-            json.dump(config, handle, indent=2, default=str)
-        self.episodes = CSVLogger(os.path.join(output_dir, "episodes.csv"), ["step", "episode", "return", "length"])
-        self.evaluations = CSVLogger(os.path.join(output_dir, "evaluations.csv"),
-                                     ["step", "mean_return", "min_return", "max_return"])
-        # summary_spec/saver_spec as `resolve_config` checked them (defaults where a config has none).
-        summary = dict(SUMMARY_SPEC_DEFAULTS, **(config.get("summary_spec") or {}))
-        self.tensorboard = TensorBoardWriter(summary["directory"] or os.path.join(output_dir, "tensorboard"))
-        self.summary_interval, self.last_scalar_step = summary["summary_interval"], None
-        self.max_checkpoints = dict(SAVER_SPEC_DEFAULTS, **(config.get("saver_spec") or {}))["max_checkpoints"]
-        self.periodic_checkpoints = []  # Paths of this run's step-N checkpoints, oldest first.
-        self.curve_steps, self.curve_returns, self.episode_count = [], [], 0
-
-    def log_chunk(self, stats: dict, agent: Any) -> None:
-        """A `SingleThreadedWorker` chunk: its episodes and scalars."""
-        self.log_episodes(stats["episode_end_steps"], stats["episode_returns"], stats["episode_lengths"])
-        scalars = {"train/loss": stats["mean_loss"]} if stats["num_updates"] else {}
-        scalars.update({"train/env_frames_per_second": stats["env_frames_per_second"],
-                        "train/time_percentage": agent.time_percentage()})
-        self.log_scalars(stats["total_timesteps"], scalars)
-
-    def log_episodes(self, steps: Sequence[int], returns: Sequence[float], lengths: Sequence[Any]) -> None:
-        """One episodes.csv row and TensorBoard point per episode (a length may be None: unknown)."""
-        for step, ret, length in zip(steps, returns, lengths):
-            self.episode_count += 1
-            self.episodes.log({"step": step, "episode": self.episode_count, "return": ret, "length": length})
-            self.tensorboard.add_scalar("train/episode_return", ret, step)
-            self.curve_steps.append(step)
-            self.curve_returns.append(ret)
-
-    def log_scalars(self, step: int, scalars: Dict[str, float]) -> None:
-        """TensorBoard points of the training scalars, at most one per `summary_spec.summary_interval`
-        env steps (the first chunk's always); then flushes the event file."""
-        if self.last_scalar_step is None or step - self.last_scalar_step >= self.summary_interval:
-            self.last_scalar_step = step
-            for name, value in scalars.items():
-                self.tensorboard.add_scalar(name, value, step)
-        self.tensorboard.flush()
-
-    def log_evaluation(self, step: int, result: dict) -> None:
-        self.evaluations.log({"step": step, "mean_return": result["mean_episode_return"],
-                              "min_return": result["min_episode_return"], "max_return": result["max_episode_return"]})
-        self.tensorboard.add_scalar("eval/mean_return", result["mean_episode_return"], step)
-
-    def checkpoint(self, name: str, store: Callable[..., str]) -> str:
-        """checkpoints/`name`: what `store(path, extra_files=...)` writes there, with the run's
-        config.json inside the checkpoint (so its manifest covers the config too)."""
-        return store(os.path.join(self.output_dir, "checkpoints", name), extra_files={"config.json": self.config})
-
-    def periodic_checkpoint(self, step: int, store: Callable[..., str]) -> str:
-        """checkpoints/step-`step` (see `checkpoint`); beyond `saver_spec.max_checkpoints` the
-        oldest step-N checkpoints of this run are deleted (the final one is always kept)."""
-        path = self.checkpoint(f"step-{step}", store)
-        self.periodic_checkpoints.append(path)
-        while self.max_checkpoints is not None and len(self.periodic_checkpoints) > self.max_checkpoints:
-            old = self.periodic_checkpoints.pop(0)
-            try:
-                shutil.rmtree(old)
-            except OSError as error:
-                logger.warning("could not delete the old checkpoint %s (saver_spec.max_checkpoints): %s", old, error)
-        return path
-
-    def finish(self, store: Callable[[str], str]) -> Dict[str, str]:
-        checkpoint = self.checkpoint("final", store)
-        return {"output_dir": self.output_dir, "checkpoint": checkpoint, "learning_curve": self.close()}
-
-    def close(self) -> str:
-        """Closes the logs (all rows are on disk then) and plots learning_curve.png from the
-        episodes logged so far; returns the plot's path. A failed run ends here too."""
-        from rlgraph.utils.run_logs import plot_learning_curve
-        self.tensorboard.close()
-        self.episodes.close()
-        self.evaluations.close()
-        curve = os.path.join(self.output_dir, "learning_curve.png")
-        env = self.config["environment_spec"]
-        env_name = env.get("gym_env", env.get("game", env.get("type"))) if isinstance(env, dict) else env
-        title = f"{self.config.get('type', 'agent')} on {env_name}"
-        plot_learning_curve(self.curve_steps, self.curve_returns, curve, title=title)
-        return curve
+    Raises:
+        RLGraphError: For a distributed run, or a run that already trained all its steps.
+    """
+    where = "train(resume, --resume)"
+    config = resolve_config(point.config, num_timesteps=num_timesteps)
+    if is_distributed(config):
+        raise RLGraphError("a distributed (Ape-X, IMPALA) run cannot be resumed", where=where, received=point.run_dir,
+                           hint="its checkpoints load with `rlgraph evaluate` and `rlgraph export`; start a new "
+                                "run to train again.")
+    total, state = config["training_spec"]["num_timesteps"], point.state
+    if state.steps >= total or (state.solved_at is not None and num_timesteps is None):
+        done = f"it reached stop_at_return at step {state.solved_at}" if state.steps < total else \
+            f"it trained {state.steps} of {total} steps"
+        raise RLGraphError(f"the run is complete: {done}", where=where, received=point.checkpoint,
+                           hint=f"pass --steps N (python: num_timesteps=N) with N > {state.steps} to train further.")
+    return config

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import numpy as np
 
@@ -291,29 +291,47 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
             self._assign(variable, value)
 
     # --- Saving -------------------------------------------------------------------------------------
-    def store_model(self, path: Optional[str] = None, add_timestep: bool = False) -> str:
-        """Saves all variables; returns the path written. Default path: saver_spec["directory"]/model."""
+    def store_model(self, path: Optional[str] = None, add_timestep: bool = False,
+                    exclude: Iterable[str] = ()) -> str:
+        """Saves all variables but those named in `exclude` (global names, e.g. a replay memory's
+        records); returns the path written. Default path: saver_spec["directory"]/model."""
         if path is None:
             directory = self.saver_spec.get("directory")
             if directory is None:
                 raise RLGraphError("no path given and no saver_spec directory", where=f"{self._where()}.store_model")
             import os
             path = os.path.join(directory, "model")
-        return self._save(path)
+        return self._save(path, frozenset(exclude))
 
-    def load_model(self, path: str) -> None:
+    def load_model(self, path: str, may_be_missing: Iterable[str] = ()) -> List[str]:
         """Restores all variables from a `store_model` path.
 
         Everything is read and checked first (every variable present with its shape; the
         components' own range checks, e.g. a memory's positions within its capacity); only then
         are the variables written (cast to their dtypes).
 
+        Args:
+            path: What `store_model` wrote.
+            may_be_missing: Global names of variables the checkpoint may lack (those `store_model`
+                was told to exclude); the components holding such a variable are set back to their
+                initial values (an empty memory) when the checkpoint lacks it.
+
+        Returns:
+            The names of the variables set to their initial values.
+
         Raises:
             RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph;
                 no variable changes then.
         """
+        from rlgraph.components.component_variables import restore_initial_values
         values = self._read_checkpoint(path)
         records = self._records()
+        absent = sorted(set(may_be_missing) & set(records) - set(values))
+        # A component is restored whole or not at all: one of its variables absent resets all of them.
+        reset = [c for c in self.root_component.get_all_sub_components()
+                 if any(name in c.variable_records for name in absent)]
+        reset_names = {name for c in reset for name in c.variable_records}
+        records = {k: r for k, r in records.items() if k not in reset_names}
         missing = sorted(set(records) - set(values))
         # (Shapes from the variables themselves: reading a large memory's values just for them
         # would copy it, twice.)
@@ -325,11 +343,15 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                                          where=f"{self._where()}.load_model", expected="the same variables and shapes",
                                          received=f"missing {missing}, wrong shapes {wrong}")
         for component in self.root_component.get_all_sub_components():
+            if component in reset:
+                continue
             own = {name[len(component.global_scope) + 1:]: values[name] for name in component.variable_records}
             if own:
                 component.check_restored_variables(own, where=f"{self._where()}.load_model({path})")
         for name, record in records.items():
             self._assign(record.variable, values[name])
+        restore_initial_values(reset)
+        return sorted(reset_names)
 
     #: The formats `export_graph` writes on this backend, and the one it writes when none is named.
     graph_export_formats: tuple = ()
@@ -388,8 +410,8 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
         """Backend hook."""
 
     @abc.abstractmethod
-    def _save(self, path: str) -> str:
-        """Backend hook."""
+    def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
+        """Backend hook: writes every variable but the global names in `exclude`."""
 
     @abc.abstractmethod
     def _read_checkpoint(self, path: str) -> dict:

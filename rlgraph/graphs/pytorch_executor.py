@@ -101,11 +101,11 @@ class PyTorchExecutor(GraphExecutor):
         import torch
         torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8)))
 
-    def _save(self, path: str) -> str:
+    def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import torch
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         path = path if path.endswith(".pt") else path + ".pt"
-        state = {k: r.variable.detach().cpu() for k, r in self._records().items()}
+        state = {k: r.variable.detach().cpu() for k, r in self._records().items() if k not in exclude}
         # torch.load does not verify the archive's CRCs: a digest of the tensors catches damaged files.
         state[_CHECKSUM_KEY] = torch.frombuffer(bytearray(_digest(state)), dtype=torch.uint8)
         torch.save(state, path)

@@ -95,10 +95,17 @@ class TensorFlowExecutor(GraphExecutor):
         import tensorflow as tf
         tf.random.set_seed(seed)
 
-    def _save(self, path: str) -> str:
+    def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        return self._checkpoint.write(path)
+        if not exclude:
+            return self._checkpoint.write(path)
+        import tensorflow as tf
+        # The same checkpoint keys ("model/model_variables/<name>") without the excluded variables.
+        module = tf.Module(name="rlgraph_model")
+        with tf.init_scope():
+            module.model_variables = {k: v for k, v in self.module.model_variables.items() if k not in exclude}
+        return tf.train.Checkpoint(model=module).write(path)
 
     def _read_checkpoint(self, path: str) -> dict:
         import tensorflow as tf

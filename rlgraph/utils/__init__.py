@@ -2,7 +2,7 @@
 from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGraphBuildError, RLGraphCheckpointError,
                                           RLGraphDistributedError, RLGraphEnvError, RLGraphError,
                                           RLGraphExportError,
-                                          RLGraphInputIncompleteError,
+                                          RLGraphInputIncompleteError, RLGraphInterrupted,
                                           RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphSpaceError,
                                           RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
@@ -11,5 +11,5 @@ from rlgraph.utils.util import SMALL_NUMBER, convert_dtype, force_list, force_tu
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
            "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphExportError",
-           "RLGraphNonFiniteError",
+           "RLGraphNonFiniteError", "RLGraphInterrupted",
            "Specifiable", "convert_dtype", "force_list", "force_tuple", "SMALL_NUMBER", "root_logger"]

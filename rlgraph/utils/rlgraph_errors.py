@@ -42,6 +42,8 @@ class RLGraphError(Exception):
             joined = "; ".join(details)
             text = text.rstrip(".") + ". " + joined[0].upper() + joined[1:] + "."
         if self.hint:
+            if not text.endswith((".", "!", "?", ":")):
+                text += "."  # The hint is a sentence of its own.
             text += f" Hint: {self.hint}"
         return text
 
@@ -161,6 +163,27 @@ class RLGraphEnvError(RLGraphError):
     def __init__(self, message: str = "", *, env_index: Optional[int] = None, step: Optional[int] = None,
                  **fields):
         self.env_index = env_index
+        self.step = step
+        super().__init__(message, **fields)
+
+
+class RLGraphInterrupted(RLGraphError):
+    """A training run stopped on SIGINT (Ctrl-C) or SIGTERM after writing a checkpoint, its logs
+    and its learning curve; `rlgraph train --resume RUN_DIR` continues it.
+
+    Args:
+        message: What happened.
+        signal_number: The signal that stopped the run (`signal.SIGINT`, `signal.SIGTERM`).
+        checkpoint: The checkpoint directory written at the stop.
+        run_dir: The run's output directory (what `--resume` takes).
+        step: The env step the run stopped at.
+    """
+
+    def __init__(self, message: str = "", *, signal_number: Optional[int] = None, checkpoint: Optional[str] = None,
+                 run_dir: Optional[str] = None, step: Optional[int] = None, **fields):
+        self.signal_number = signal_number
+        self.checkpoint = checkpoint
+        self.run_dir = run_dir
         self.step = step
         super().__init__(message, **fields)
 

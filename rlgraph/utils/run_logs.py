@@ -169,7 +169,7 @@ def moving_average(values: Sequence[float], window: int) -> np.ndarray:
 
 
 def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: str, title: Optional[str] = None,
-                        smoothing_window: int = 10) -> str:
+                        smoothing_window: int = 10, evaluations: Optional[Mapping[str, Sequence[Any]]] = None) -> str:
     """Plots episode returns against environment steps, with a moving average, into a PNG file.
 
     Uses matplotlib's Agg canvas directly (no pyplot), so the global matplotlib backend of the
@@ -181,6 +181,9 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
         path: The PNG file to write; parent directories are created.
         title: The plot title (default: "Learning curve").
         smoothing_window: Episodes averaged by the smoothed line.
+        evaluations: Greedy evaluations as the columns of evaluations.csv (`read_csv`): "step",
+            "mean_return" and optionally "min_return", "max_return" (a band between them). Rows
+            without a mean are left out.
 
     Returns:
         `path`.
@@ -202,6 +205,7 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
     except ImportError as error:
         raise RLGraphError("plotting needs matplotlib, which is not installed", where="plot_learning_curve",
                            hint="install it with `pip install matplotlib`.") from error
+    evaluation = _evaluation_columns(evaluations)
 
     figure = Figure(figsize=(8, 4.5), dpi=100)
     FigureCanvasAgg(figure)
@@ -211,6 +215,14 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
         window = min(smoothing_window, len(returns))
         axes.plot(steps, moving_average(returns, window), color="tab:blue", linewidth=2,
                   label=f"moving average ({window} episodes)")
+    if evaluation is not None:
+        eval_steps, means, lows, highs = evaluation
+        if lows is not None:
+            axes.fill_between(eval_steps, lows, highs, color="tab:orange", alpha=0.2, linewidth=0,
+                              label="evaluation min-max")
+        axes.plot(eval_steps, means, color="tab:orange", linewidth=2, marker="o", markersize=4,
+                  label="greedy evaluation (mean)")
+    if len(returns) or evaluation is not None:
         axes.legend(loc="best")
     axes.set_xlabel("environment steps")
     axes.set_ylabel("return")
@@ -222,3 +234,24 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
         os.makedirs(parent, exist_ok=True)
     figure.savefig(path, format="png")
     return path
+
+
+def _evaluation_columns(evaluations: Optional[Mapping[str, Sequence[Any]]]) -> Optional[tuple]:
+    """(steps, means, mins or None, maxs or None) as float arrays of the rows with a mean, or None
+    without such rows. The band is drawn only when every kept row has both bounds."""
+    if not evaluations or not evaluations.get("step"):
+        return None
+    steps, means = list(evaluations["step"]), list(evaluations.get("mean_return") or [])
+    if len(means) != len(steps):
+        raise RLGraphError("evaluations need a mean_return per step", where="plot_learning_curve(evaluations)",
+                           expected=f"{len(steps)} values", received=len(means))
+    rows = [i for i, mean in enumerate(means) if mean is not None and steps[i] is not None]
+    if not rows:
+        return None
+    lows, highs = evaluations.get("min_return"), evaluations.get("max_return")
+    band = (lows is not None and highs is not None and len(lows) == len(highs) == len(steps)
+            and all(lows[i] is not None and highs[i] is not None for i in rows))
+
+    def pick(column):
+        return np.asarray([column[i] for i in rows], dtype=np.float64)
+    return pick(steps), pick(means), pick(lows) if band else None, pick(highs) if band else None

@@ -4,9 +4,11 @@ TensorBoard reads `events.out.tfevents.*` files: a sequence of TFRecords, each h
 serialized `Event` protocol buffer. Only the few fields a scalar summary needs are encoded here,
 by hand, in protobuf wire format:
 
-    Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+    Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5;
+              SessionLog session_log = 7; }
     Summary { repeated Value value = 1; }
     Value   { string tag = 1; float simple_value = 2; }
+    SessionLog { SessionStatus status = 1; }  (START = 1)
 
 A TFRecord is `uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)`,
 all little-endian, where CRC32C is the Castagnoli CRC (https://tools.ietf.org/html/rfc3720#appendix-B.4).
@@ -104,7 +106,7 @@ def _length_delimited(field: int, payload: bytes) -> bytes:
 
 
 def encode_event(wall_time: float, step: int = 0, file_version: Optional[str] = None,
-                 scalars: Optional[Mapping[str, float]] = None) -> bytes:
+                 scalars: Optional[Mapping[str, float]] = None, session_start: bool = False) -> bytes:
     """Serializes an `Event` proto with an optional file version and scalar summary values.
 
     Args:
@@ -112,6 +114,7 @@ def encode_event(wall_time: float, step: int = 0, file_version: Optional[str] = 
         step: The global step (int64).
         file_version: Set only on the first event of a file ("brain.Event:2").
         scalars: Tag -> value; each becomes one `Summary.Value` with a `simple_value` (float32).
+        session_start: A `SessionLog` START event (see `TensorBoardWriter.add_session_start`).
 
     Returns:
         The serialized proto.
@@ -127,6 +130,8 @@ def encode_event(wall_time: float, step: int = 0, file_version: Optional[str] = 
             entry = _length_delimited(1, tag.encode("utf-8")) + _key(2, _FIXED32) + struct.pack("<f", value)
             summary += _length_delimited(1, entry)
         out += _length_delimited(5, summary)
+    if session_start:
+        out += _length_delimited(7, _key(1, _VARINT) + _varint(1))
     return out
 
 
@@ -230,6 +235,14 @@ class TensorBoardWriter:
         if values:
             self._write(encode_event(time.time() if wall_time is None else float(wall_time), step=step,
                                      scalars=values))
+
+    def add_session_start(self, step: int, wall_time: Optional[float] = None):
+        """Marks a restart at `step` (a resumed run): TensorBoard's event loader then drops the
+        points of earlier files at `step` and later, which the interrupted process wrote after
+        the checkpoint the run resumed from."""
+        step = _check_step(step, "TensorBoardWriter.add_session_start")
+        self._write(encode_event(time.time() if wall_time is None else float(wall_time), step=step,
+                                 session_start=True))
 
     def flush(self):
         """Writes buffered records to disk."""
