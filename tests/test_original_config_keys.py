@@ -83,7 +83,8 @@ def test_summary_and_saver_keys_are_mapped(backend, caplog, tmp_path):
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         agent = _dqn(backend, summary_spec=summary, saver_spec=saver)
     assert agent.summary_spec == {"directory": summary["directory"], "summary_interval": 10, "summary_regexp": ".*"}
-    assert agent.saver_spec == {"directory": saver["directory"], "checkpoint_frequency": 100, "max_checkpoints": 5}
+    assert agent.saver_spec == {"directory": saver["directory"], "checkpoint_frequency": 100, "max_checkpoints": 5,
+                                 "save_replay": True}
     warnings = _original_key_warnings(caplog)
     assert len(warnings) == 1
     assert "summary_spec.save_steps -> summary_spec.summary_interval (10)" in warnings[0]

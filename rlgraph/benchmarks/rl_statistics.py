@@ -12,7 +12,6 @@ milliseconds.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -327,12 +326,8 @@ def plot_curves_with_ci(curves_by_label: Dict[str, Tuple[ArrayLike, ArrayLike]],
     axes.set_ylabel(ylabel)
     axes.set_title(title or f"Learning curves ({confidence:.0%} bootstrap CI)")
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
-    parent = os.path.dirname(os.fspath(path))
-    if parent:
-        os.makedirs(parent, exist_ok=True)
-    figure.savefig(path, format="png")
-    return path
+    from rlgraph.utils.run_logs import save_figure
+    return save_figure(figure, path)
 
 
 def _runs_by_tasks(scores: np.ndarray, where: str) -> np.ndarray:

@@ -307,9 +307,8 @@ def plot_seed_curves(grid: np.ndarray, curves: np.ndarray, path: str, title: str
     axes.set_title(title, fontsize=10)
     axes.legend(loc="best")
     axes.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path)
-    return path
+    from rlgraph.utils.run_logs import save_figure
+    return save_figure(figure, path)
 
 
 def _report_failure(run_dir: str, row: Dict[str, Any]) -> None:

@@ -21,7 +21,8 @@ import numpy as np
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.tensorboard import TensorBoardWriter, crc32c
 
-__all__ = ["CSVLogger", "read_csv", "plot_learning_curve", "moving_average", "TensorBoardWriter", "crc32c"]
+__all__ = ["CSVLogger", "read_csv", "plot_learning_curve", "save_figure", "moving_average", "TensorBoardWriter",
+           "crc32c"]
 
 
 class CSVLogger:
@@ -228,6 +229,12 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
     axes.set_ylabel("return")
     axes.set_title(title or "Learning curve")
     axes.grid(True, alpha=0.3)
+    return save_figure(figure, path)
+
+
+def save_figure(figure: Any, path: str) -> str:
+    """Lays out a matplotlib `figure` and writes it to `path` as PNG (parent directories are
+    created); returns `path`."""
     figure.tight_layout()
     parent = os.path.dirname(os.fspath(path))
     if parent:
