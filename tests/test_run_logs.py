@@ -94,7 +94,7 @@ def test_tensorflow_reads_the_events(tmp_path):
 
 def test_tensorboard_drops_the_points_after_a_resumed_runs_restart_marker(tmp_path):
     accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator",
-                                      reason="TensorBoard (a TensorFlow dependency) loads the files")
+                                      reason="TensorBoard (in the test extra) loads the files")
     # The interrupted process wrote points up to step 90; the run resumed from its checkpoint at step 50.
     with TensorBoardWriter(str(tmp_path)) as writer:
         for step in range(0, 100, 10):
