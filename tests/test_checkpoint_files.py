@@ -71,7 +71,7 @@ def test_store_never_replaces_what_is_not_a_checkpoint(backend, tmp_path):
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(backend, tmp_path, monkeypatch):
-    import rlgraph.agents.agent as agent_module
+    import rlgraph.agents.agent_checkpoints as agent_module
     agent = _agent(backend)
     _observe(agent, 4)
     path = agent.store_model(str(tmp_path / "ckpt"), add_timestep=False)

@@ -9,7 +9,7 @@ from typing import Any, Dict, Hashable, List, Optional, Tuple
 
 import numpy as np
 
-from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
+from rlgraph.agents.agent_checkpoints import AgentCheckpoints
 from rlgraph.agents.data_checks import DataChecks
 from rlgraph.agents.observe_buffers import ObserveBuffers, Transition, stack_transitions
 from rlgraph.agents.original_keys import translate_original_keys, warn_original_keys
@@ -20,9 +20,8 @@ from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS
                                   check_spec, check_summary_spec, check_update_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.spaces import Dict as DictSpace, Space
-from rlgraph.utils.checkpoint_dir import CheckpointWriter, verify_checkpoint, write_json
 from rlgraph.utils.nest import add_batch_rank, batch_row, first_row, flatten_op
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable, load_spec_file
 
 logger = logging.getLogger(__name__)
@@ -30,11 +29,9 @@ logger = logging.getLogger(__name__)
 # Sections a config file may hold for the tools that run an agent (`rlgraph train`); the
 # agent itself ignores them.
 RUN_SECTIONS = ("environment_spec", "training_spec")
-# The manifest kind of `store_model` checkpoints.
-CHECKPOINT_KIND = "agent"
 
 
-class Agent(Specifiable, metaclass=abc.ABCMeta):
+class Agent(AgentCheckpoints, Specifiable, metaclass=abc.ABCMeta):
     """The base of all agents: parses the specs, builds the root component, serves the API.
 
     Subclasses create their root component in `_create_root()` and implement `update` and
@@ -539,110 +536,6 @@ class Agent(Specifiable, metaclass=abc.ABCMeta):
         """
         from rlgraph.agents.policy_export import export_policy
         return export_policy(self, path, format, preprocessing)
-
-    # --- Checkpoints ----------------------------------------------------------------------------
-    def store_model(self, path: Optional[str] = None, add_timestep: bool = True,
-                    extra_files: Optional[Dict[str, Any]] = None, save_replay: Optional[bool] = None) -> str:
-        """Saves everything a run needs to continue: weights, optimizer slots, memory contents,
-        counters, pending observe buffers and the random generators' states.
-
-        The checkpoint is a directory written atomically (see `rlgraph/utils/checkpoint_dir.py`):
-        it is built next to `path` and renamed into place with a manifest of every file's SHA-256,
-        so a crash during the save leaves the previous checkpoint at `path` intact. Nothing in it
-        is pickled.
-
-        Args:
-            path: A checkpoint directory (default: saver_spec["directory"]). An existing `path`
-                must be an rlgraph checkpoint (it is replaced) or an empty directory.
-            add_timestep: Store into "<path>/step-<timesteps>" instead of `path`.
-            extra_files: File name -> JSON-able value written into the checkpoint as JSON (e.g.
-                the run's "config.json"); covered by the manifest like every other file.
-            save_replay: Store the replay memories' contents (default: saver_spec["save_replay"],
-                true). Without them configs/dqn_cartpole.json's checkpoint (50k replay) takes
-                1.1 MB instead of 3.4 MB; `load_model` then leaves the memories empty.
-
-        Returns:
-            The checkpoint directory.
-
-        Raises:
-            RLGraphCheckpointError: If `path` is a file or a directory with other files in it.
-        """
-        path = path or self.saver_spec["directory"]
-        if path is None:
-            raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.store_model")
-        if add_timestep:
-            path = os.path.join(path, f"step-{self.timesteps}")
-        executor = self._executor()
-        save_replay = self.saver_spec["save_replay"] if save_replay is None else bool(save_replay)
-        with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{self.name}.store_model") as writer:
-            executor.store_model(writer.path("model"), exclude=() if save_replay else self._replay_variable_names())
-            save_agent_state(writer.root, self)
-            self._save_files(writer.root, save_replay=save_replay)
-            for name, value in (extra_files or {}).items():
-                write_json(writer.path(name), value, allow_nan=True)
-            return writer.commit(self.timesteps, extra={"agent_type": type(self).__name__,
-                                                        "backend": self.backend, "replay": save_replay})
-
-    def load_model(self, path: Optional[str] = None) -> None:
-        """Restores a `store_model` checkpoint directory into this (built) agent.
-
-        Every file is verified against the checkpoint's manifest (size and SHA-256) and every
-        value against this agent (variables and shapes, counters, memory positions, buffered
-        states and actions) before anything changes.
-
-        Raises:
-            RLGraphCheckpointError: If the checkpoint is missing, damaged, out of range or made by
-                a different agent; the agent is left unchanged then.
-
-        A checkpoint stored without its replay (`save_replay` false) leaves the replay memories
-        empty, with one warning.
-        """
-        path = path or self.saver_spec["directory"]
-        if path is None:
-            raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.load_model")
-        where = f"{type(self).__name__}.load_model"
-        manifest = verify_checkpoint(path, CHECKPOINT_KIND, where)
-        payload = load_agent_state(path, self)
-        if manifest["step"] != payload["counters"]["timesteps"]:
-            raise RLGraphCheckpointError("the manifest and the agent state disagree on the step", where=where,
-                                         expected=manifest["step"], received=payload["counters"]["timesteps"])
-        staged_files = self._check_files(path)
-        with_replay = manifest.get("replay", True) is not False
-        # All checked: from here on the restore only writes values that fit.
-        self._executor().load_model(os.path.join(path, "model"),
-                                    may_be_missing=() if with_replay else self._replay_variable_names())
-        self._set_python_state(payload)
-        self._load_files(staged_files)
-        restore_rng(payload, self.graph_executor)
-        if not with_replay:
-            logger.warning("%s: the checkpoint %s was stored without its replay memory (saver_spec.save_replay "
-                           "false): the memory starts empty and fills again before updates resume.", self.name, path)
-
-    def _replay_memories(self) -> List[Any]:
-        """The memory components whose contents `save_replay` false leaves out of checkpoints:
-        every `Memory` of the graph (subclasses keep memories that training cannot refill)."""
-        from rlgraph.components.memories.memory import Memory
-        return [c for c in self.root_component.get_all_sub_components() if isinstance(c, Memory)]
-
-    def _replay_variable_names(self) -> List[str]:
-        return [name for memory in self._replay_memories() for name in memory.variable_records]
-
-    def _save_files(self, directory: str, save_replay: bool = True) -> None:
-        """Subclass hook: writes further checkpoint files (e.g. a python replay memory, unless
-        `save_replay` is false) into `directory`."""
-
-    def _check_files(self, directory: str) -> Any:
-        """Subclass hook: reads and validates what `_save_files` wrote, without changing the agent."""
-        return None
-
-    def _load_files(self, checked: Any) -> None:
-        """Subclass hook: restores what `_check_files` validated."""
-
-    def _set_python_state(self, payload: dict) -> None:
-        for key, value in payload["counters"].items():
-            setattr(self, key, value)
-        self.max_timesteps = payload["max_timesteps"]
-        self.buffers.buffers = payload["buffers"]
 
     def terminate(self) -> None:
         """Releases the executor; the agent cannot be used afterwards."""
