@@ -7,6 +7,7 @@ import pytest
 
 import rlgraph
 from rlgraph.cli.main import EXIT_UNAVAILABLE, main
+from config_helpers import tiny_config_file
 
 
 def test_info(capsys):
@@ -16,12 +17,8 @@ def test_info(capsys):
 
 
 def _tiny_config(tmp_path):
-    config = json.loads(open("configs/dqn_gridworld_4x4.json").read())
-    config["training_spec"].update(num_timesteps=300, evaluation_interval=150, log_interval=100,
-                                   checkpoint_interval=200, stop_at_return=None)
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(config))
-    return path
+    return tiny_config_file(tmp_path, "dqn_gridworld_4x4.json", num_timesteps=300, evaluation_interval=150,
+                            log_interval=100, checkpoint_interval=200, stop_at_return=None)
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "tf"])

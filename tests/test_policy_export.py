@@ -24,6 +24,7 @@ from rlgraph.agents.policy_export import POLICY_FORMATS, load_and_run, read_meta
 from rlgraph.backend_system import BACKENDS, is_backend_installed  # noqa: E402
 from rlgraph.spaces import Dict, FloatBox, IntBox  # noqa: E402
 from rlgraph.utils.rlgraph_errors import RLGraphExportError  # noqa: E402
+from config_helpers import tiny_config_file  # noqa: E402
 
 # (torch.jit.save/load warn that TorchScript is deprecated in favour of torch.export.)
 pytestmark = pytest.mark.filterwarnings(r"ignore:`torch\.jit\.(save|load)` is deprecated:DeprecationWarning")
@@ -488,13 +489,8 @@ def test_a_clip_preprocessor_exports_to_onnx(tmp_path):
 
 # --- rlgraph export ------------------------------------------------------------------------------------
 def _tiny_config(tmp_path):
-    with open("configs/dqn_gridworld_4x4.json") as handle:
-        config = json.load(handle)
-    config["training_spec"].update(num_timesteps=200, evaluation_interval=200, log_interval=100,
-                                   checkpoint_interval=200, stop_at_return=None)
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(config))
-    return path
+    return tiny_config_file(tmp_path, "dqn_gridworld_4x4.json", num_timesteps=200, evaluation_interval=200,
+                            log_interval=100, checkpoint_interval=200, stop_at_return=None)
 
 
 def test_cli_export(capsys, tmp_path):

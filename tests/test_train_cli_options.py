@@ -20,16 +20,13 @@ from rlgraph.execution.multi_seed import mean_ci, t_quantile_975, train_seeds
 from rlgraph.execution.training import TRAINING_SPEC_DEFAULTS, make_agent_and_env, resolve_config
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.run_logs import read_csv
+from config_helpers import tiny_config_file
 
 
 def _tiny_cartpole(tmp_path):
     """configs/dqn_cartpole.json cut to 300 steps (no updates) with an evaluation every 100."""
-    config = json.loads(open("configs/dqn_cartpole.json").read())
-    config["training_spec"].update(num_timesteps=300, evaluation_interval=100, evaluation_episodes=2,
-                                   log_interval=100, stop_at_return=None)
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(config))
-    return path
+    return tiny_config_file(tmp_path, "dqn_cartpole.json", num_timesteps=300, evaluation_interval=100,
+                            evaluation_episodes=2, log_interval=100, stop_at_return=None)
 
 
 # --- --seeds ---------------------------------------------------------------------------------------
