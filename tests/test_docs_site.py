@@ -77,13 +77,13 @@ def test_site_builds_strictly(site):
 def test_api_reference_has_every_public_name(site):
     inventory = _inventory(site)
     modules = _public_modules()
-    assert {"rlgraph.tests", "rlgraph.benchmarks", "rlgraph.cli", "rlgraph.agents.dqn_agent"} <= set(modules)
+    assert {"rlgraph.tests", "rlgraph.benchmarks", "rlgraph.cli", "rlgraph.agents.dqn.agent", "rlgraph.agents.dqn_agent"} <= set(modules)
     missing_modules = [name for name in modules if inventory.get(name, ("",))[0] != "py:module"]
     assert not missing_modules, f"modules without a reference page: {missing_modules}"
     expected = set()
     for name in modules:
         expected |= _public_definitions(name)
-    assert {"rlgraph.tests.component_test.ComponentTest", "rlgraph.agents.dqn_agent.DQNAgent",
+    assert {"rlgraph.tests.component_test.ComponentTest", "rlgraph.agents.dqn.agent.DQNAgent",
             "rlgraph.spaces.float_box.FloatBox", "rlgraph.backend_system.set_backend"} <= expected
     missing = sorted(expected - set(inventory))
     assert not missing, f"{len(missing)} public classes/functions are not in the API reference: {missing}"

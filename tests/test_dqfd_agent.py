@@ -15,7 +15,7 @@ import pytest
 
 from agent_helpers import _perturb_target, _random_batch, _target_q
 from rlgraph.agents import Agent, DQFDAgent
-from rlgraph.agents.dqfd_agent import _demo_batch_size
+from rlgraph.agents.dqfd.agent import _demo_batch_size
 from rlgraph.components import Component
 from rlgraph.components.loss_functions.dqfd_loss_function import DQFDLossFunction
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox

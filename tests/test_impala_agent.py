@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rlgraph.agents import Agent, IMPALAAgent
-from rlgraph.agents.impala_agent import IMPALAUpdate
+from rlgraph.agents.impala.agent import IMPALAUpdate
 from rlgraph.components.layers.nn.lstm_layer import LSTMLayer
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox, Tuple
 from rlgraph.tests import ComponentTest
@@ -339,7 +339,7 @@ def test_actor_rollouts_record_what_the_learner_replays(backend):
     """An actor's recorded mu(.|s_t) equal the learner network's pi on the rollout (same weights), run
     the way the learner runs it: from the recorded initial (c, h), previous actions/rewards, and
     states zeroed after each recorded terminal. Consecutive rollouts join at s_T."""
-    from rlgraph.execution.impala.actor import IMPALAActor
+    from rlgraph.agents.impala.actor import IMPALAActor
     config = dict(type="impala", network_spec=[{"type": "dense", "units": 4, "activation": "tanh"},
                                                {"type": "lstm", "units": RNN_UNITS}],
                   feed_previous_action_through_nn=True, feed_previous_reward_through_nn=True, worker_sample_size=8,
@@ -438,7 +438,7 @@ def test_constructor_errors_name_the_argument(backend, kwargs, pattern):
 
 
 def test_exploration_spec_is_ignored_with_a_warning(caplog):
-    with caplog.at_level("WARNING", logger="rlgraph.agents.impala_agent"):
+    with caplog.at_level("WARNING", logger="rlgraph.agents.impala.agent"):
         _learner("pytorch", exploration_spec={"epsilon_spec": {"decay_spec": 1.0}})
     assert any("IMPALAAgent: exploration_spec is not used" in r.getMessage() for r in caplog.records), caplog.text
 

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from rlgraph.agents.impala_networks import impala_network_spec
+from rlgraph.agents.impala.networks import impala_network_spec
 from rlgraph.components import Component
 from rlgraph.components.neural_networks import NeuralNetwork
 from rlgraph.spaces import FloatBox, IntBox

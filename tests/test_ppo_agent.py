@@ -15,9 +15,9 @@ from pg_helpers import (LR, ENV_ACTIONS, ENV_STATES, _as_batch, _assert_sgd_step
                         _fixed_weights, _forward, _fragment, _numeric_grads, _numpy_pg_batch, _observe, _params,
                         _ppo, _spec, _values)
 from rlgraph.agents import PPOAgent
-from rlgraph.agents.pg_core import PG_BATCH_KEYS
-from rlgraph.agents.pg_rollouts import gae_advantages
-from rlgraph.agents.policy_gradient_agent import PGUpdate
+from rlgraph.agents.pg.core import PG_BATCH_KEYS
+from rlgraph.agents.pg.rollouts import gae_advantages
+from rlgraph.agents.pg.agent import PGUpdate
 from rlgraph.execution import SingleThreadedWorker
 from rlgraph.spaces import Dict, FloatBox, IntBox
 from rlgraph.utils import numpy as rnp
@@ -329,7 +329,7 @@ def test_rollout_capacity_is_a_ring_that_keeps_the_newest_transitions(backend, c
     agent = _ppo(backend, memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 4})
     first, second = _fragment(16, 4, truncated_end=False), _fragment(17, 4, truncated_end=False)
     _observe(agent, first, truncated=False)  # An episode of 4 rows fits.
-    with caplog.at_level("WARNING", logger="rlgraph.agents.pg_rollouts"):
+    with caplog.at_level("WARNING", logger="rlgraph.agents.pg.rollouts"):
         _observe(agent, second, truncated=False)
         _observe(agent, _fragment(18, 1, truncated_end=False), truncated=False)
     # 9 observed, the newest 5 kept: the second episode (4 rows) and the third (1 row); the first
@@ -356,7 +356,7 @@ def test_rollout_capacity_is_a_ring_that_keeps_the_newest_transitions(backend, c
 def test_rollout_capacity_below_the_batch_size_learns_from_the_newest(backend, caplog):
     # The original RLgraph's Pong configs: capacity 1000, batch 10000. Accepted with a warning; the
     # update comes after batch_size observed steps and learns from the newest `capacity` of them.
-    with caplog.at_level("WARNING", logger="rlgraph.agents.policy_gradient_agent"):
+    with caplog.at_level("WARNING", logger="rlgraph.agents.pg.agent"):
         agent = _ppo(backend, memory_spec={"type": "ring-buffer", "capacity": 5}, update_spec={"batch_size": 10})
     assert any("capacity (5) is smaller than update_spec.batch_size (10)" in r.getMessage() for r in caplog.records)
     _observe(agent, _fragment(19, 6), truncated=True)

@@ -267,7 +267,7 @@ def test_container_q_values_are_indexed_by_joint_action(backend):
 
 
 def test_default_target_entropies():
-    from rlgraph.agents.sac_networks import default_target_entropy
+    from rlgraph.agents.sac.networks import default_target_entropy
     assert default_target_entropy(BOX, "continuous") == -1.0
     assert default_target_entropy(DICT, "continuous") == -3.0  # 2 + 1 action elements.
     assert default_target_entropy(IntBox(4), "discrete") == pytest.approx(0.98 * math.log(4))

@@ -49,7 +49,7 @@ def _is_impala(config):
 
 def _is_on_policy(config):
     from rlgraph.agents import Agent
-    from rlgraph.agents.policy_gradient_agent import PolicyGradientAgent
+    from rlgraph.agents.pg.agent import PolicyGradientAgent
     return issubclass(Agent.resolve_type(config["type"]), PolicyGradientAgent)
 
 

@@ -102,7 +102,7 @@ def test_summary_regexp_reaches_the_graph_builder():
 
 
 def test_batch_size_above_the_capacity_warns(caplog):
-    with caplog.at_level(logging.WARNING, logger="rlgraph.agents.dqn_agent"):
+    with caplog.at_level(logging.WARNING, logger="rlgraph.agents.dqn.agent"):
         agent = DQNAgent(**_spec("pytorch", update_spec={"batch_size": 32}))  # capacity 16
     agent.terminate()
     assert any("update_spec.batch_size 32 exceeds the memory's capacity 16" in r.getMessage() for r in caplog.records)

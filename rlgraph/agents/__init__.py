@@ -1,14 +1,19 @@
-"""Agents: the python front ends of the algorithms. Import neither TensorFlow nor PyTorch."""
-from rlgraph.agents.actor_critic_agent import ActorCriticAgent
+"""Agents: the python front ends of the algorithms. Import neither TensorFlow nor PyTorch.
+
+One package per algorithm family (`dqn`, `apex`, `dqfd`, `impala`, `pg`, `sac`, `ddpg`) holds its agent, its
+root component (`core`), its networks and its record/rollout helpers; this package itself holds only what they
+all share (the `Agent` base, records, observe buffers, replay access, data checks, checkpoints, export). The
+original RLgraph's module paths (`rlgraph.agents.dqn_agent`, ...) still import. See docs/architecture.md.
+"""
 from rlgraph.agents.agent import Agent
-from rlgraph.agents.apex_agent import ApexAgent
-from rlgraph.agents.ddpg_agent import DDPGAgent
-from rlgraph.agents.dqfd_agent import DQFDAgent
-from rlgraph.agents.dqn_agent import DQNAgent
-from rlgraph.agents.impala_agent import IMPALAAgent, SingleIMPALAAgent
-from rlgraph.agents.ppo_agent import PPOAgent
+from rlgraph.agents.apex import ApexAgent
+from rlgraph.agents.ddpg import DDPGAgent
+from rlgraph.agents.dqfd import DQFDAgent
+from rlgraph.agents.dqn import DQNAgent
+from rlgraph.agents.impala import IMPALAAgent, SingleIMPALAAgent
+from rlgraph.agents.pg import ActorCriticAgent, PPOAgent
 from rlgraph.agents.random_agent import RandomAgent
-from rlgraph.agents.sac_agent import SACAgent
+from rlgraph.agents.sac import SACAgent
 
 Agent.__lookup_classes__ = {
     "sac": SACAgent, "sac-agent": SACAgent, "SACAgent": SACAgent,

@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from rlgraph.agents.impala_rollouts import concat_rollouts, split_rows
-from rlgraph.execution.impala.actor import IMPALAActor
+from rlgraph.agents.impala.rollouts import concat_rollouts, split_rows
+from rlgraph.agents.impala.actor import IMPALAActor
 from rlgraph.execution.ray.ray_executor import RayExecutor
 from rlgraph.utils.checkpoint_dir import CheckpointWriter, read_json, verify_checkpoint, write_json
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpecError

@@ -29,7 +29,7 @@ def actor_agent_config(agent_config: dict, index: int, num_threads: Optional[int
 
 class IMPALAActor:
     """Steps `num_environments` envs with its agent's behaviour policy and returns rollouts of
-    `rollout_length` steps, one row per env (`rlgraph/agents/impala_rollouts.py`).
+    `rollout_length` steps, one row per env (`rlgraph/agents/impala/rollouts.py`).
 
     Episodes and the network's internal states continue from one rollout to the next; a rollout
     starts with the internal states (and previous action/reward) the actor carries. An episode
@@ -52,7 +52,7 @@ class IMPALAActor:
 
     def __init__(self, agent_config: dict, env_spec: Any, index: int, num_environments: int, rollout_length: int,
                  state_space: Any, action_space: Any, num_threads: Optional[int] = 1, visualize: bool = False):
-        from rlgraph.agents import Agent
+        from rlgraph.agents.agent import Agent
         from rlgraph.environments.vector_env import SequentialVectorEnv
         self.index = index
         config = actor_agent_config(agent_config, index, num_threads)

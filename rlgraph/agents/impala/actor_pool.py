@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from rlgraph.agents.impala_rollouts import concat_rollouts, split_rows
-from rlgraph.execution.impala.actor import IMPALAActor
+from rlgraph.agents.impala.rollouts import concat_rollouts, split_rows
+from rlgraph.agents.impala.actor import IMPALAActor
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any, List, Optional
 import numpy as np
 
 from rlgraph.agents.agent import Agent
-from rlgraph.agents.pg_core import PG_BATCH_KEYS, PolicyGradientCore, pg_batch_space
-from rlgraph.agents.pg_rollouts import RolloutStorage, gae_advantages, read_rollout, save_rollout
+from rlgraph.agents.pg.core import PG_BATCH_KEYS, PolicyGradientCore, pg_batch_space
+from rlgraph.agents.pg.rollouts import RolloutStorage, gae_advantages, read_rollout, save_rollout
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.common.time_dependent_parameters import TimeDependentParameter
 from rlgraph.components.component import Component
@@ -35,7 +35,7 @@ class PolicyGradientAgent(Agent):
 
         1. log mu(a_t|s_t), v(s_t), v(s_{t+1}) of every stored transition in one executor call
            (the weights that acted: nothing changes them between collection and update);
-        2. advantages A_t by GAE over each env's time-ordered fragments (`pg_rollouts.gae_advantages`),
+        2. advantages A_t by GAE over each env's time-ordered fragments (`rollouts.gae_advantages`),
            value targets G_t = A_t + v(s_t); a truncated episode bootstraps from its final state;
         3. the algorithm's gradient steps (`_learn`), then the storage is emptied.
 

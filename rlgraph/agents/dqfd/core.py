@@ -1,7 +1,7 @@
 """`DQFDCore`: `DQNCore` plus an expert (demonstration) memory and the large-margin loss."""
 from __future__ import annotations
 
-from rlgraph.agents.dqn_core import DQNCore
+from rlgraph.agents.dqn.core import DQNCore
 from rlgraph.agents.records import check_record_keys
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component

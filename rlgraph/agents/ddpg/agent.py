@@ -7,10 +7,10 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from rlgraph.agents import ddpg_specs
+from rlgraph.agents.ddpg import specs as ddpg_specs
 from rlgraph.agents.agent import Agent
-from rlgraph.agents.ddpg_core import UPDATE_APIS, DDPGCore
-from rlgraph.agents.ddpg_networks import DeterministicActor, QCritic
+from rlgraph.agents.ddpg.core import UPDATE_APIS, DDPGCore
+from rlgraph.agents.ddpg.networks import DeterministicActor, QCritic
 from rlgraph.agents.records import record_space, to_record
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.component import Component

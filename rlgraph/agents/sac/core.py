@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from rlgraph.agents.records import check_record_keys
 from rlgraph.agents.agent_core import AgentCore
-from rlgraph.agents.sac_networks import discrete_leaf_sizes, joint_action_index
+from rlgraph.agents.sac.networks import discrete_leaf_sizes, joint_action_index
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
 from rlgraph.components.component import Component

@@ -31,7 +31,7 @@ class IMPALACore(PreprocessingCore):
     one step.
 
     One learner update on a rollout record (B rows of T steps, states s_0 .. s_{T-1} and the
-    bootstrap state s_T preprocessed; `rlgraph/agents/impala_rollouts.py`) reads on one screen:
+    bootstrap state s_T preprocessed; `rlgraph/agents/impala/rollouts.py`) reads on one screen:
 
         logits, V = policy(s_0 .. s_T)                 # [B, T + 1, A], [B, T + 1]
         pi_logits, V_t, V_T = logits[:, :T], V[:, :T], V[:, T]
