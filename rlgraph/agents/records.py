@@ -17,8 +17,8 @@ import numpy as np
 
 from rlgraph.agents.data_checks import DataChecks, record_where
 from rlgraph.spaces import BoolBox, Dict, FloatBox, Space
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError
-from rlgraph.utils.specifiable import closest_match
+from rlgraph.utils.keyed import check_keys
+from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 
 RECORD_KEYS = ("states", "actions", "rewards", "terminals", "next_states")
 _KEY_SET = frozenset(RECORD_KEYS)
@@ -63,21 +63,8 @@ def check_record_keys(records: Any, where: str, optional: Iterable[str] = ()) ->
     """
     if isinstance(records, dict) and records.keys() == _KEY_SET:
         return  # (The usual case, in one comparison.)
-    optional = tuple(optional)
-    expected = list(RECORD_KEYS) + [f"({key})" for key in optional]
-    if not isinstance(records, dict):
-        raise RLGraphError("a record must be a dict", where=where, expected=f"a dict with keys {expected}",
-                           received=type(records).__name__)
-    missing = [key for key in RECORD_KEYS if key not in records]
-    unknown = sorted(str(key) for key in records if key not in _KEY_SET and key not in optional)
-    if not missing and not unknown:
-        return
-    problems = ([f"lacks {missing}"] if missing else []) + ([f"has unknown key(s) {unknown}"] if unknown else [])
-    guess = closest_match(unknown[0], missing or list(RECORD_KEYS) + list(optional)) if unknown else None
-    raise RLGraphError(f"the record {' and '.join(problems)}", where=where, expected=expected,
-                       received=sorted(str(key) for key in records),
-                       hint=f"did you mean '{guess}'?" if guess else
-                       "a record holds states (preprocessed), actions, rewards, terminals and next_states.")
+    check_keys(records, RECORD_KEYS, optional, where,
+               hint="a record holds states (preprocessed), actions, rewards, terminals and next_states.")
 
 
 def to_weighted_record(batch: Any, where: str, checks: Optional[DataChecks] = None) -> tuple:
