@@ -36,8 +36,9 @@ class DQFDLossFunction(DQNLossFunction):
     Shapes: as `DQNLossFunction`; expert_mask [B] (bool). Without `expert_mask` (None) the loss is
     the plain DQN loss.
 
-    Record keys (of `loss_from_record(record)`): those of `DQNLossFunction` (q_values_s, actions,
-    rewards, terminals, qt_values_sp; q_values_sp, importance_weights as configured) plus
+    Record keys:
+        q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp, importance_weights:
+            as `DQNLossFunction` (q_values_sp and importance_weights as configured there).
         expert_mask: (optional) [B] (bool), True for the items from demonstrations; without it
             no item gets the large-margin loss.
 

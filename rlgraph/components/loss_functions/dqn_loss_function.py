@@ -41,10 +41,10 @@ class DQNLossFunction(LossFunction):
 
     The positional API takes its arguments in this order; to pass `importance_weights` without
     double Q, pass any [B, num_actions] array as `q_values_sp` (it is not read then). The keyed
-    API `loss_from_record` takes them as one dict instead (what `DQNCore` calls).
+    API `loss_from_record` takes them as one dict instead (what `DQNCore` calls), under the names
+    of the transition record and of the positional API:
 
-    Record keys (of `loss_from_record(record)`; names as the transition record's and the
-    positional API's):
+    Record keys:
         q_values_s: Q(s_t, .) of the online network [B, num_actions].
         actions: a_t [B] (int).
         rewards: r_t [B] (float; the n-step discounted sums with n_step > 1).

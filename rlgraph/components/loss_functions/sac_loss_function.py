@@ -45,7 +45,9 @@ class SACLossFunction(LossFunction):
     critics through Q_i(s, a~), so train actor, critics and alpha with separate optimizers (each on
     its own variables) from `loss_components` rather than one optimizer on the sum.
 
-    Record keys (of `loss_from_record(record)`; the positional API's argument names):
+    The keyed API `loss_from_record(record)` reads one dict with the positional API's argument names:
+
+    Record keys:
         alpha: The temperature, a scalar (or [B]).
         log_probs_next_sampled: log pi(a~'|s') [B] of a fresh sample a~' at s'.
         q_values_next_sampled: Q'_i(s', a~') of the target critics, [B] or a tuple of heads.
