@@ -22,8 +22,10 @@ class DQFDCore(DQNCore):
         records = concat(memory.sample(batch_size), demo_memory.sample(demo_batch_size))
         expert_mask = [False] * batch_size + [True] * demo_batch_size
         w = concat(importance weights of the memory (1 if not prioritized), ones)
-        loss_t = w_t * (dqn_loss_t + supervised_weight * expert_mask_t * J_E_t)    # DQFDLossFunction
-        J_E_t = max_a [Q(s_t, a) + expert_margin * (a != a_t)] - Q(s_t, a_t)
+        loss, loss_t, td = loss_function.loss_from_record(dict(     # DQNCore's keys plus the mask
+            q_values_s=Q(s_t), actions=a_t, ..., importance_weights=w, expert_mask=expert_mask))
+          # loss_t = w_t * (dqn_loss_t + supervised_weight * expert_mask_t * J_E_t)
+          # J_E_t = max_a [Q(s_t, a) + expert_margin * (a != a_t)] - Q(s_t, a_t)
         optimizer.step(policy variables, mean(loss_t))       # prioritized: |td| of the own records
 
     Added or changed API (all batched):
@@ -36,7 +38,8 @@ class DQFDCore(DQNCore):
         update_from_external_batch(records, importance_weights, expert_mask, time_percentage)
             -> (loss, loss_per_item, td_errors).
         get_td_loss(records, importance_weights, expert_mask) -> (loss, loss_per_item, td_errors).
-    `update_from_memory(batch_size, time_percentage)` (own records only, no expert rows) stays.
+    `update_from_memory(batch_size, time_percentage)` (own records only, no expert rows) stays; its
+    records get an all-False `expert_mask`, so that every update path gives the loss the same keys.
 
     Args:
         demo_memory: The demonstration memory (a `ReplayMemory`).
@@ -69,7 +72,7 @@ class DQFDCore(DQNCore):
         records = self.demo_memory.get_records(batch_size)
         weights = self._graph_fn_ones_like(records["rewards"])
         expert_mask = self._graph_fn_expert_mask(None, records["rewards"])
-        loss, loss_per_item, _ = self._loss(records, weights, expert_mask)
+        loss, loss_per_item, _ = self._loss(records, weights, expert_mask=expert_mask)
         return self.optimizer.step(self._graph_fn_policy_variables(), loss, loss_per_item, time_percentage)
 
     @rlgraph_api
@@ -83,7 +86,7 @@ class DQFDCore(DQNCore):
         records = self._graph_fn_concat_records(own, demos)
         weights = self._graph_fn_concat_records(own_weights, self._graph_fn_ones_like(demos["rewards"]))
         expert_mask = self._graph_fn_expert_mask(own["rewards"], demos["rewards"])
-        loss, loss_per_item, td = self._loss(records, weights, expert_mask)
+        loss, loss_per_item, td = self._loss(records, weights, expert_mask=expert_mask)
         if self.prioritized:
             self.memory.update_records(indices, self._graph_fn_head(td, own_weights))
         return self.optimizer.step(self._graph_fn_policy_variables(), loss, loss_per_item, time_percentage)
@@ -91,7 +94,7 @@ class DQFDCore(DQNCore):
     @rlgraph_api
     def update_from_external_batch(self, records, importance_weights, expert_mask, time_percentage):
         check_record_keys(records, f"{self.global_scope}.update_from_external_batch(records)")
-        loss, loss_per_item, td = self._loss(records, importance_weights, expert_mask)
+        loss, loss_per_item, td = self._loss(records, importance_weights, expert_mask=expert_mask)
         step_loss, step_loss_per_item = self.optimizer.step(self._graph_fn_policy_variables(), loss, loss_per_item,
                                                             time_percentage)
         return step_loss, step_loss_per_item, td
@@ -99,7 +102,15 @@ class DQFDCore(DQNCore):
     @rlgraph_api(no_grad=True)
     def get_td_loss(self, records, importance_weights, expert_mask):
         check_record_keys(records, f"{self.global_scope}.get_td_loss(records)")
-        return self._loss(records, importance_weights, expert_mask)
+        return self._loss(records, importance_weights, expert_mask=expert_mask)
+
+    def _loss(self, records, weights, expert_mask=None):
+        """`DQNCore._loss` with `expert_mask` in each leaf's loss record: the given one, or all
+        False (own records only: `update_from_memory`). Every update path hands the loss the same
+        keys, so its `record` argument has one space."""
+        if expert_mask is None:
+            expert_mask = self._graph_fn_expert_mask(records["rewards"], None)
+        return super()._loss(records, weights, expert_mask=expert_mask)
 
     # --- Graph functions ------------------------------------------------------------------------
     @graph_fn(output_space=lambda self, first, second: first)
@@ -113,14 +124,16 @@ class DQFDCore(DQNCore):
 
     @graph_fn(output_space=BoolBox(add_batch_rank=True))
     def _graph_fn_expert_mask(self, own_rewards, demo_rewards):
-        """[B_own + B_demo] bool: False for the own records (none if `own_rewards` is None), True for the demos."""
+        """[B_own + B_demo] bool: False for the own records, True for the demos (either None: none of them)."""
         if get_backend() == "tf":
             import tensorflow as tf
-            mask = tf.ones_like(demo_rewards, dtype=tf.bool)
-            return mask if own_rewards is None else tf.concat([tf.zeros_like(own_rewards, dtype=tf.bool), mask], 0)
+            parts = ([tf.zeros_like(own_rewards, dtype=tf.bool)] if own_rewards is not None else []) + \
+                ([tf.ones_like(demo_rewards, dtype=tf.bool)] if demo_rewards is not None else [])
+            return parts[0] if len(parts) == 1 else tf.concat(parts, 0)
         import torch
-        mask = torch.ones_like(demo_rewards, dtype=torch.bool)
-        return mask if own_rewards is None else torch.cat([torch.zeros_like(own_rewards, dtype=torch.bool), mask])
+        parts = ([torch.zeros_like(own_rewards, dtype=torch.bool)] if own_rewards is not None else []) + \
+            ([torch.ones_like(demo_rewards, dtype=torch.bool)] if demo_rewards is not None else [])
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     @graph_fn(output_space=lambda self, values, like: values)
     def _graph_fn_head(self, values, like):

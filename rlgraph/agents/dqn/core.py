@@ -30,11 +30,14 @@ class DQNCore(AgentCore):
     a python-side memory, Ape-X workers). One update, per action leaf (`DQNLossFunction`; numpy
     reference `rlgraph.utils.numpy.dqn_loss_per_item`), with Q the policy and Qt the target policy:
 
-        q_tm1 = Q(s_t)[a_t]                                          # policy.get_q_values
-        a_star = argmax Q(s_tp1) if double_q else argmax Qt(s_tp1)
-        y = r_t + gamma**n_step * (1 - d_t) * Qt(s_tp1)[a_star]      # a constant (no gradient)
-        td = y - q_tm1
-        loss_per_item = w * (huber(td) if huber_loss else 0.5 * td**2);  loss = mean(loss_per_item)
+        q_s, qt_sp, q_sp = Q(s_t), Qt(s_tp1), Q(s_tp1)                 # policy.get_q_values
+        loss, loss_per_item, td = loss_function.loss_from_record(dict(    # one keyed dict
+            q_values_s=q_s, actions=a_t, rewards=r_t, terminals=d_t, qt_values_sp=qt_sp,
+            q_values_sp=q_sp (double_q only), importance_weights=w))
+          # q_tm1 = q_s[a_t];  a_star = argmax q_sp if double_q else argmax qt_sp
+          # y = r_t + gamma**n_step * (1 - d_t) * qt_sp[a_star]        # a constant (no gradient)
+          # td = y - q_tm1;  loss_per_item = w * (huber(td) if huber_loss else 0.5 * td**2)
+          # loss = mean(loss_per_item)
         optimizer.step(policy variables, loss)                       # prioritized: |td| -> priorities
 
     The target network (`target_policy`) follows the policy through `sync_target_qnet`.
@@ -165,21 +168,25 @@ class DQNCore(AgentCore):
         check_record_keys(records, f"{self.global_scope}.get_td_loss(records)")
         return self._loss(records, importance_weights)
 
-    def _loss(self, records, weights, *extra):
+    def _loss(self, records, weights, **keys):
         """(loss, loss_per_item [B], td_errors [B]) of a record, summed over the action leaves.
 
         The record's fields are picked by key here, in python: no graph function packs or splits it.
-        `extra` are further loss-function arguments after the weights (DQfD: the expert mask).
+        Each leaf's loss reads one keyed dict (`DQNLossFunction.loss_from_record`); `keys` are
+        further keys of it (DQfD: `expert_mask`).
         """
         q_s = self.policy.get_q_values(records["states"])
         qt_sp = self.target_policy.get_q_values(records["next_states"])
-        q_sp = self.policy.get_q_values(records["next_states"]) if self.double_q else qt_sp
-        actions, rewards, terminals = records["actions"], records["rewards"], records["terminals"]
+        q_sp = self.policy.get_q_values(records["next_states"]) if self.double_q else None
         losses, per_items, tds = [], [], []
         for key, loss_function in self.loss_functions.items():
             leaf = (lambda x: x) if not key else (lambda x, k=key: self._graph_fn_leaf(x, k))
-            loss, per_item, td = loss_function.loss_and_td_error(leaf(q_s), leaf(actions), rewards, terminals,
-                                                                 leaf(qt_sp), leaf(q_sp), weights, *extra)
+            loss_record = dict(q_values_s=leaf(q_s), actions=leaf(records["actions"]), rewards=records["rewards"],
+                               terminals=records["terminals"], qt_values_sp=leaf(qt_sp), importance_weights=weights,
+                               **keys)
+            if self.double_q:
+                loss_record["q_values_sp"] = leaf(q_sp)
+            loss, per_item, td = loss_function.loss_from_record(loss_record)
             losses.append(loss)
             per_items.append(per_item)
             tds.append(td)

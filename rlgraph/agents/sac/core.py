@@ -27,13 +27,16 @@ class SACCore(AgentCore):
     is prioritized), with Q_i the critics, Q'_i the target critics, alpha = exp(log_alpha) and every
     gradient taken at the parameters before the update:
 
-        a', logp' = pi(s')                              # fresh sample (reparameterised)
-        y   = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha logp')      # constant
-        critic_loss = mean(w sum_i 0.5 (Q_i(s, a) - y)^2)
-        a~, logp = pi(s)
-        actor_loss  = mean(alpha logp - min_i Q_i(s, a~))
-        alpha_loss  = mean(-log_alpha (logp + target_entropy))          # logp constant
-        [prioritized memory]: priorities of the sampled records <- mean_i |Q_i(s, a) - y|
+        a', logp' = pi(s');  a~, logp = pi(s)           # fresh samples (reparameterised)
+        actor_loss, critic_loss, alpha_loss, td = loss_function.loss_from_record(dict(   # one keyed dict
+            alpha=alpha, log_probs_next_sampled=logp', q_values_next_sampled=(Q'_i(s', a'))_i,
+            q_values=(Q_i(s, a))_i, log_probs_sampled=logp, q_values_sampled=(Q_i(s, a~))_i,
+            rewards=r, terminals=d, importance_weights=w))
+          # y   = r + gamma (1 - d) (min_i Q'_i(s', a') - alpha logp')      # constant
+          # critic_loss = mean(w sum_i 0.5 (Q_i(s, a) - y)^2);  td = mean_i |Q_i(s, a) - y|
+          # actor_loss  = mean(alpha logp - min_i Q_i(s, a~))
+          # alpha_loss  = mean(-log_alpha (logp + target_entropy))          # logp constant
+        [prioritized memory]: priorities of the sampled records <- td
         critic, actor, alpha optimizers: one step each on their own variables
         [sync]: Q'_i <- tau Q_i + (1 - tau) Q'_i                         # the "_and_sync" APIs
 
@@ -228,9 +231,10 @@ class SACCore(AgentCore):
             q_sampled = tuple(c.get_q_values(s, a_new) for c in self.critic_list)
         if len(q) == 1:
             q, q_next_sampled, q_sampled = q[0], q_next_sampled[0], q_sampled[0]
-        return self.loss_function.loss_components_and_td_errors(
-            alpha, logp_next, q_next_sampled, q, logp, q_sampled, records["rewards"], records["terminals"],
-            importance_weights)
+        return self.loss_function.loss_from_record(dict(
+            alpha=alpha, log_probs_next_sampled=logp_next, q_values_next_sampled=q_next_sampled, q_values=q,
+            log_probs_sampled=logp, q_values_sampled=q_sampled, rewards=records["rewards"],
+            terminals=records["terminals"], importance_weights=importance_weights))
 
     # --- Graph functions ------------------------------------------------------------------------
     @graph_fn

@@ -36,6 +36,12 @@ class DQFDLossFunction(DQNLossFunction):
     Shapes: as `DQNLossFunction`; expert_mask [B] (bool). Without `expert_mask` (None) the loss is
     the plain DQN loss.
 
+    Record keys:
+        q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp, importance_weights:
+            as `DQNLossFunction` (q_values_sp and importance_weights as configured there).
+        expert_mask: (optional) [B] (bool), True for the items from demonstrations; without it
+            no item gets the large-margin loss.
+
     Args:
         expert_margin: The margin l of non-expert actions (>= 0; the paper uses 0.8).
         supervised_weight: The weight of J_E against the TD loss (lambda_2 in the paper, >= 0).
@@ -53,6 +59,8 @@ class DQFDLossFunction(DQNLossFunction):
         loss_per_item(same arguments) -> [B].
         loss_and_td_error(same arguments) -> (total_loss, loss_per_item, td_t).
         large_margin_loss(q_values_s, actions) -> J_E [B] (every item, no mask or weight).
+        loss_from_record(record) -> (total_loss, loss_per_item, td_t): `loss_and_td_error` of the
+            record's values (keys above).
         get_td_error(...): as `DQNLossFunction`.
 
     >>> from rlgraph.tests import ComponentTest
@@ -72,6 +80,8 @@ class DQFDLossFunction(DQNLossFunction):
     >>> test.test(("loss_per_item", args + [np.array([True, False])])).tolist()
     [2.0, 4.5]
     """
+
+    optional_record_keys = DQNLossFunction.optional_record_keys + ("expert_mask",)
 
     def __init__(self, expert_margin: float = 0.5, supervised_weight: float = 1.0,
                  scope: str = "dqfd-loss-function", **kwargs):

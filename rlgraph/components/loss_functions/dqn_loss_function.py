@@ -39,8 +39,21 @@ class DQNLossFunction(LossFunction):
     rewards [B] (float); terminals [B] (bool); importance_weights [B] (float). Only a single
     discrete action (an `IntBox` without shape) is supported, no container action spaces.
 
-    Arguments are positional in this order; to pass `importance_weights` without double Q,
-    pass any [B, num_actions] array as `q_values_sp` (it is not read then).
+    The positional API takes its arguments in this order; to pass `importance_weights` without
+    double Q, pass any [B, num_actions] array as `q_values_sp` (it is not read then). The keyed
+    API `loss_from_record` takes them as one dict instead (what `DQNCore` calls), under the names
+    of the transition record and of the positional API:
+
+    Record keys:
+        q_values_s: Q(s_t, .) of the online network [B, num_actions].
+        actions: a_t [B] (int).
+        rewards: r_t [B] (float; the n-step discounted sums with n_step > 1).
+        terminals: d_t [B] (bool).
+        qt_values_sp: Qt(s', .) of the target network [B, num_actions].
+        q_values_sp: (optional; required with double_q) Q(s', .) of the online network
+            [B, num_actions]; not read without double_q.
+        importance_weights: (optional; required with importance_weights=True, refused without)
+            w_t [B] (float).
 
     Args:
         discount: gamma.
@@ -64,6 +77,8 @@ class DQNLossFunction(LossFunction):
         loss_and_td_error(same arguments) -> (total_loss, loss_per_item, td_t): one TD computation.
         get_td_error(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None)
             -> td_t [B] (e.g. abs(td_t) as replay priorities).
+        loss_from_record(record) -> (total_loss, loss_per_item, td_t): `loss_and_td_error` of
+            the record's values (its keys: "Record keys" above).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox, IntBox, BoolBox
@@ -79,7 +94,21 @@ class DQNLossFunction(LossFunction):
     >>> total, per_item = test.test(("loss", args))
     >>> float(total), per_item.tolist()
     (0.5, [0.5])
+
+    The same batch as one keyed record:
+
+    >>> spaces = dict(q_values_s=q, actions=IntBox(2, add_batch_rank=True), rewards=FloatBox(add_batch_rank=True),
+    ...               terminals=BoolBox(add_batch_rank=True), qt_values_sp=q)
+    >>> from rlgraph.spaces import Dict
+    >>> test = ComponentTest(DQNLossFunction(discount=0.5), input_spaces=dict(spaces, record=Dict(spaces)),
+    ...                      backend="pytorch")
+    >>> total, per_item, td = test.test(("loss_from_record", [dict(zip(spaces, args))]))
+    >>> float(total), td.tolist()
+    (0.5, [1.0])
     """
+
+    record_keys = ("q_values_s", "actions", "rewards", "terminals", "qt_values_sp")
+    optional_record_keys = ("q_values_sp", "importance_weights")
 
     def __init__(self, discount: float = 0.98, double_q: bool = False, huber_loss: bool = False,
                  huber_delta: float = 1.0, importance_weights: bool = False, n_step: int = 1,
@@ -99,6 +128,11 @@ class DQNLossFunction(LossFunction):
         self.n_step = n_step
         # The discount of the bootstrapped value Qt(s', a*), n steps ahead.
         self.bootstrap_discount = self.discount ** self.n_step
+        # The keys this configuration must read are required in its records.
+        needed = tuple(key for key, flag in (("q_values_sp", double_q), ("importance_weights", importance_weights))
+                       if flag)
+        self.record_keys = type(self).record_keys + needed
+        self.optional_record_keys = tuple(key for key in type(self).optional_record_keys if key not in needed)
 
     def check_input_spaces(self, input_spaces, action_space=None):
         super().check_input_spaces(input_spaces, action_space)
@@ -170,6 +204,17 @@ class DQNLossFunction(LossFunction):
         td_error = self._graph_fn_td_error(q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp)
         loss_per_item = self._graph_fn_td_loss(td_error, importance_weights)
         return self.loss_average(loss_per_item), loss_per_item, td_error
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_from_record(self, record):
+        """(total_loss, loss_per_item, td_error) of one keyed record (the class docstring's "Record
+        keys"): `loss_and_td_error` of its values, so both APIs build the same graph.
+
+        Raises:
+            RLGraphError: (while building) for a record that lacks a required key or has a key
+                this loss does not read, naming this component and the keys.
+        """
+        return self.loss_and_td_error(**self.read_record(record))
 
     @rlgraph_api
     def get_td_error(self, q_values_s, actions, rewards, terminals, qt_values_sp, q_values_sp=None):

@@ -45,6 +45,19 @@ class SACLossFunction(LossFunction):
     critics through Q_i(s, a~), so train actor, critics and alpha with separate optimizers (each on
     its own variables) from `loss_components` rather than one optimizer on the sum.
 
+    The keyed API `loss_from_record(record)` reads one dict with the positional API's argument names:
+
+    Record keys:
+        alpha: The temperature, a scalar (or [B]).
+        log_probs_next_sampled: log pi(a~'|s') [B] of a fresh sample a~' at s'.
+        q_values_next_sampled: Q'_i(s', a~') of the target critics, [B] or a tuple of heads.
+        q_values: Q_i(s, a) of the critics at the record's actions, [B] or a tuple of heads.
+        log_probs_sampled: log pi(a~|s) [B] of a fresh sample a~ at s.
+        q_values_sampled: Q_i(s, a~) of the critics, [B] or a tuple of heads.
+        rewards: r [B] (float).
+        terminals: d [B] (bool).
+        importance_weights: (optional) w [B] (float) of the critic loss; 1 without it.
+
     Args:
         target_entropy: The entropy target of the temperature loss (the paper uses -dim(A)); None for
             a fixed alpha.
@@ -59,6 +72,8 @@ class SACLossFunction(LossFunction):
         loss_components(same arguments): (actor_loss, critic_loss, alpha_loss), batch means.
         loss_components_and_td_errors(same arguments): (actor_loss, critic_loss, alpha_loss,
             td_errors [B]), the absolute TD errors without gradient.
+        loss_from_record(record): `loss_components_and_td_errors` of the record's values (keys
+            above): (actor_loss, critic_loss, alpha_loss, td_errors [B]).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import BoolBox, FloatBox, Tuple
@@ -74,6 +89,10 @@ class SACLossFunction(LossFunction):
     >>> float(actor), float(critic), float(alpha_loss)  # actor = 0.5 * -1 - min(2, 1)
     (-1.5, 1.25, 0.0)
     """
+
+    record_keys = ("alpha", "log_probs_next_sampled", "q_values_next_sampled", "q_values", "log_probs_sampled",
+                   "q_values_sampled", "rewards", "terminals")
+    optional_record_keys = ("importance_weights",)
 
     def __init__(self, target_entropy: Optional[float] = None, discount: float = 0.99,
                  scope: str = "sac-loss-function", **kwargs):
@@ -149,6 +168,18 @@ class SACLossFunction(LossFunction):
             alpha, log_probs_next_sampled, q_values_next_sampled, q_values, log_probs_sampled, q_values_sampled,
             rewards, terminals, importance_weights)
         return self.loss_average(actor), self.loss_average(critic), self.loss_average(alpha_loss), td_errors
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_from_record(self, record):
+        """(actor_loss, critic_loss, alpha_loss, td_errors [B]) of one keyed record (the class
+        docstring's "Record keys"): `loss_components_and_td_errors` of its values, so both APIs
+        build the same graph.
+
+        Raises:
+            RLGraphError: (while building) for a record that lacks a required key or has a key
+                this loss does not read, naming this component and the keys.
+        """
+        return self.loss_components_and_td_errors(**self.read_record(record))
 
     @graph_fn(returns=3)
     def _graph_fn_losses_per_item(self, alpha, log_probs_next_sampled, q_values_next_sampled, q_values,
