@@ -196,7 +196,8 @@ class ActorCriticLossFunction(LossFunction):
             raise RLGraphError(f"the record of {type(self).__name__} needs either all of {list(_RETURN_KEYS)} or all "
                                f"of {list(_TARGET_KEYS)}", where=f"{self.global_scope}.loss_from_record(record)",
                                expected=f"{list(self.record_keys)} + {list(_RETURN_KEYS)} or "
-                                        f"+ {list(_TARGET_KEYS)}", received=sorted(str(key) for key in record))
+                                        f"+ {list(_TARGET_KEYS)}", received=sorted(str(key) for key in record),
+                               hint="pass rewards (the returns are computed here) or advantages and targets (GAE).")
         per_step = [inputs["log_probs"], inputs["values"]]
         if complete[0]:
             policy, value = self.loss_components_per_item(*per_step, inputs["rewards"], inputs["terminals"],

@@ -74,7 +74,9 @@ class IMPALALossFunction(LossFunction):
         logits_actions_pi: the learner's logits of pi over s_0 .. s_{T-1} (computed by the core).
         action_probs: mu(.|x_t), the behaviour policy (the rollout's `action_probs`; `action_probs_mu` of `loss`).
         values: V(x_t) of the learner (computed by the core).
-        actions, rewards, terminals: a_t, r_t, d_t (the rollout's).
+        actions: a_t (the rollout's).
+        rewards: r_t (the rollout's).
+        terminals: d_t (the rollout's).
         bootstrapped_values: V(x_T) of the learner (computed by the core from the rollout's `bootstrap_states`).
 
     API:
