@@ -220,3 +220,30 @@ def test_record_with_a_missing_or_an_unknown_key_is_refused(backend, case):
     # Each loss lists its keys (the docstring documents them all).
     doc = type(loss_fn).__doc__
     assert "Record keys" in doc and all(f"{key}:" in doc for key in loss_fn.record_keys)
+
+
+# --- The agents' cores call the keyed API only -----------------------------------------------------------------------
+
+def _calls_into(agent, loss_function):
+    """The API methods and graph functions of `loss_function` that the agent's core calls directly."""
+    scope = loss_function.global_scope
+    edges = agent.graph_executor.graph_builder.edges
+    return sorted({callee[len(scope) + 1:] for caller, callee in edges
+                   if callee.startswith(scope + ".") and not caller.startswith(scope + ".")})
+
+
+@pytest.mark.parametrize("kind", ["ppo", "a2c"])
+def test_policy_gradient_core_calls_only_loss_from_record(backend, kind):
+    from pg_helpers import _a2c, _ppo
+    agent = (_ppo if kind == "ppo" else _a2c)(backend)
+    loss_function = agent.root_component.loss_function
+    assert isinstance(loss_function, PPOLossFunction if kind == "ppo" else ActorCriticLossFunction)
+    assert _calls_into(agent, loss_function) == ["loss_from_record"]
+
+
+def test_impala_core_calls_only_loss_from_record(backend):
+    from rlgraph.agents import IMPALAAgent
+    agent = IMPALAAgent(state_space=FloatBox(shape=(4,)), action_space=IntBox(2),
+                        network_spec=[{"type": "dense", "units": 3, "activation": "tanh"}], worker_sample_size=3,
+                        execution_spec={"seed": 1}, backend=backend)
+    assert _calls_into(agent, agent.root_component.loss_function) == ["loss_from_record"]

@@ -1,4 +1,4 @@
-"""`ActorCriticLossFunction`: the A2C loss with bootstrapped discounted returns as the critic's target."""
+"""`ActorCriticLossFunction`: the A2C loss, with bootstrapped discounted returns (or given targets) for the critic."""
 from __future__ import annotations
 
 from typing import Optional
@@ -189,17 +189,16 @@ class ActorCriticLossFunction(LossFunction):
                 holds neither or both of the two sets of targets.
         """
         inputs = self.read_record(record)
-        returns_form = [key for key in _RETURN_KEYS if key in record]
-        targets_form = [key for key in _TARGET_KEYS if key in record]
-        complete = (len(returns_form) == len(_RETURN_KEYS), len(targets_form) == len(_TARGET_KEYS))
-        if complete[0] == complete[1] or (returns_form and targets_form):
+        with_rewards = [key in record for key in _RETURN_KEYS]
+        with_targets = [key in record for key in _TARGET_KEYS]
+        if not ((all(with_rewards) and not any(with_targets)) or (all(with_targets) and not any(with_rewards))):
             raise RLGraphError(f"the record of {type(self).__name__} needs either all of {list(_RETURN_KEYS)} or all "
                                f"of {list(_TARGET_KEYS)}", where=f"{self.global_scope}.loss_from_record(record)",
                                expected=f"{list(self.record_keys)} + {list(_RETURN_KEYS)} or "
                                         f"+ {list(_TARGET_KEYS)}", received=sorted(str(key) for key in record),
                                hint="pass rewards (the returns are computed here) or advantages and targets (GAE).")
         per_step = [inputs["log_probs"], inputs["values"]]
-        if complete[0]:
+        if all(with_rewards):
             policy, value = self.loss_components_per_item(*per_step, inputs["rewards"], inputs["terminals"],
                                                           inputs["entropy"], inputs["bootstrapped_value"],
                                                           inputs["weight_entropy"])
