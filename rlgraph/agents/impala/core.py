@@ -35,7 +35,9 @@ class IMPALACore(PreprocessingCore):
 
         logits, V = policy(s_0 .. s_T)                 # [B, T + 1, A], [B, T + 1]
         pi_logits, V_t, V_T = logits[:, :T], V[:, :T], V[:, T]
-        loss, loss_per_item = IMPALALossFunction(pi_logits, mu, V_t, a_t, r_t, d_t, V_T)  # V-trace
+        record = {"action_probs": mu, "actions": a_t, "rewards": r_t, "terminals": d_t,   # the rollout's
+                  "logits_actions_pi": pi_logits, "values": V_t, "bootstrapped_values": V_T}
+        loss, loss_per_item = IMPALALossFunction.loss_from_record(record)   # V-trace
         optimizer.step(policy variables, loss)
 
     Args:
@@ -172,8 +174,10 @@ class IMPALACore(PreprocessingCore):
         logits, _, values, _ = self._run_network(self._graph_fn_fold(states), extras, states, resets)
         pi_logits = OrderedDict((k, self._graph_fn_steps(self._graph_fn_unfold(v, states))) for k, v in logits.items())
         v_t, v_T = self._graph_fn_values(self._graph_fn_unfold(values, states))
-        return self.loss_function.loss(self._nest(pi_logits), rollout["action_probs"], v_t, rollout["actions"],
-                                       rollout["rewards"], rollout["terminals"], v_T)
+        # One keyed record: the rollout's fields the loss reads and what the network computed.
+        record = {key: rollout[key] for key in ("action_probs", "actions", "rewards", "terminals")}
+        record.update(logits_actions_pi=self._nest(pi_logits), values=v_t, bootstrapped_values=v_T)
+        return self.loss_function.loss_from_record(record)
 
     @rlgraph_api
     def update_from_rollout(self, rollout, time_percentage):

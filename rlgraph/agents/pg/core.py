@@ -6,6 +6,8 @@ from typing import Optional
 from rlgraph.agents.agent_core import AgentCore
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component
+from rlgraph.components.loss_functions.actor_critic_loss_function import ActorCriticLossFunction
+from rlgraph.components.loss_functions.ppo_loss_function import PPOLossFunction
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.spaces import Dict, FloatBox, Space
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
@@ -29,17 +31,24 @@ class PolicyGradientCore(AgentCore):
     (`PG_BATCH_KEYS`): states s_t, actions a_t, the behaviour log-probs log mu(a_t|s_t) and values
     v_old(s_t) of the acting weights, the advantages A_t and the value targets G_t = A_t + v_old(s_t)
     (GAE, computed by the agent). log pi sums over the action leaves (and the elements of a
-    FloatBox), and so does the entropy H. Per item:
+    FloatBox), and so does the entropy H. The update on one screen:
 
-        PPO ("ppo", as `PPOLossFunction`; numpy reference `rlgraph.utils.numpy.ppo_loss`):
-            rho = exp(log pi(a_t|s_t) - log mu(a_t|s_t))
-            L_pi = -min(rho * A_t, clip(rho, 1 - clip_ratio, 1 + clip_ratio) * A_t) - weight_entropy * H
-        actor-critic ("a2c"):
-            L_pi = -weight_pg * log pi(a_t|s_t) * A_t - weight_entropy * H
-        both:
-            L_v = 0.5 * (V(s_t) - G_t)^2   (PPO: the max with the clipped error when value_function_clipping)
-            one optimizer:   step(policy + value variables, mean(L_pi + weight_vf * L_v))
-            two optimizers:  step(policy variables, mean(L_pi)); step(value variables, mean(L_v))
+        log_pi, H = policy.get_log_prob_and_entropy(s_t, a_t)     # summed over the action leaves
+        record = {"log_probs": log_pi, "entropy": H, "values": V(s_t),          # computed here
+                  "advantages": A_t, "value_targets": G_t, "weight_entropy": w_H,  # the batch's, the schedule's
+                  # PPO also: the batch's behaviour log-probs and values, and this update's epsilon
+                  "prev_log_probs": log_mu, "prev_values": v_old, "clip_ratio": eps}
+        loss, loss_per_item, L_pi, L_v = loss_function.loss_from_record(record)
+        one optimizer:   step(policy + value variables, loss)
+        two optimizers:  step(policy variables, mean(L_pi)); step(value variables, mean(L_v))
+
+    The loss function (a sub-component) is `PPOLossFunction` for "ppo" (numpy reference
+    `rlgraph.utils.numpy.ppo_loss`) and `ActorCriticLossFunction` (given advantages) for "a2c":
+
+        PPO:  L_pi = -min(rho * A_t, clip(rho, 1 - eps, 1 + eps) * A_t) - w_H * H,  rho = exp(log_pi - log_mu)
+        A2C:  L_pi = -weight_pg * log_pi * A_t - w_H * H
+        both: L_v = 0.5 * (V(s_t) - G_t)^2  (PPO: the max with the clipped error when value_function_clipping);
+              loss_per_item = L_pi + weight_vf * L_v
 
     `clip_ratio` and `weight_entropy` are inputs of `update_from_batch`, so schedules of them are
     evaluated by the agent per update.
@@ -66,7 +75,13 @@ class PolicyGradientCore(AgentCore):
         self.weight_vf = float(weight_vf)
         self.weight_pg = float(weight_pg)  # "a2c" only.
         self.value_function_clipping = value_function_clipping
-        components = [self.preprocessor, self.policy, self.optimizer]
+        if loss == "ppo":
+            self.loss_function = PPOLossFunction(value_function_clipping=value_function_clipping, weight_vf=weight_vf)
+        else:
+            # Advantages come computed (GAE): the record has no rewards, so no reward clipping either.
+            self.loss_function = ActorCriticLossFunction(reward_clipping=None, weight_pg=weight_pg,
+                                                         weight_baseline=weight_vf)
+        components = [self.preprocessor, self.policy, self.loss_function, self.optimizer]
         components += [c for c in (value_function, value_function_optimizer) if c is not None]
         self.add_components(*components)
 
@@ -94,21 +109,23 @@ class PolicyGradientCore(AgentCore):
 
     # --- Learning -------------------------------------------------------------------------------
     def _losses(self, batch, clip_ratio, weight_entropy):
-        """(policy loss per item [B], value loss per item [B], entropy [B]) of a batch."""
-        # The batch's fields are picked by key here, in python (as `DQNCore._loss` does).
-        states, actions, log_mu, v_old, advantages, targets = (batch[key] for key in PG_BATCH_KEYS)
-        log_probs, entropies = self.policy.get_log_prob_and_entropy(states, actions)
-        log_pi, entropy = self._graph_fn_sum_leaves(log_probs), self._graph_fn_sum_leaves(entropies)
-        values = self._values(states)
-        policy_loss = self._graph_fn_policy_loss(log_pi, log_mu, advantages, entropy, clip_ratio, weight_entropy)
-        value_loss = self._graph_fn_value_loss(values, v_old, targets)
-        return policy_loss, value_loss, entropy
+        """(loss, loss per item [B], policy loss per item [B], value loss per item [B], entropy [B]) of a batch."""
+        log_probs, entropies = self.policy.get_log_prob_and_entropy(batch["states"], batch["actions"])
+        entropy = self._graph_fn_sum_leaves(entropies)
+        # One keyed record for the loss: what is computed here and the batch's fields it reads.
+        record = {"log_probs": self._graph_fn_sum_leaves(log_probs), "entropy": entropy,
+                  "values": self._values(batch["states"]), "advantages": batch["advantages"],
+                  "value_targets": batch["value_targets"], "weight_entropy": weight_entropy}
+        if self.loss_kind == "ppo":
+            # The batch's `log_probs` and `values` are the acting weights' (PPO's old policy and values).
+            record.update(prev_log_probs=batch["log_probs"], prev_values=batch["values"], clip_ratio=clip_ratio)
+        loss, loss_per_item, policy_loss, value_loss = self.loss_function.loss_from_record(record)
+        return loss, loss_per_item, policy_loss, value_loss, entropy
 
     @rlgraph_api
     def update_from_batch(self, batch, time_percentage, clip_ratio, weight_entropy):
-        policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
-        loss_per_item = self._graph_fn_combine(policy_loss, value_loss)
-        loss, pi_mean, v_mean, entropy_mean = self._graph_fn_means(loss_per_item, policy_loss, value_loss, entropy)
+        loss, loss_per_item, policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
+        pi_mean, v_mean, entropy_mean = self._graph_fn_means(policy_loss, value_loss, entropy)
         if self.value_function_optimizer is None:
             self.optimizer.step(self._graph_fn_variables(True), loss, loss_per_item, time_percentage)
         else:
@@ -118,10 +135,8 @@ class PolicyGradientCore(AgentCore):
 
     @rlgraph_api(no_grad=True)
     def get_batch_losses(self, batch, clip_ratio, weight_entropy):
-        policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
-        loss_per_item = self._graph_fn_combine(policy_loss, value_loss)
-        loss, pi_mean, v_mean, entropy_mean = self._graph_fn_means(loss_per_item, policy_loss, value_loss, entropy)
-        return loss, loss_per_item, pi_mean, v_mean, entropy_mean
+        loss, loss_per_item, policy_loss, value_loss, entropy = self._losses(batch, clip_ratio, weight_entropy)
+        return (loss, loss_per_item) + self._graph_fn_means(policy_loss, value_loss, entropy)
 
     # --- Graph functions ------------------------------------------------------------------------
     @graph_fn
@@ -142,48 +157,9 @@ class PolicyGradientCore(AgentCore):
             total = leaf if total is None else total + leaf
         return total
 
-    @graph_fn
-    def _graph_fn_policy_loss(self, log_pi, log_mu, advantages, entropy, clip_ratio, weight_entropy):
-        if get_backend() == "tf":
-            import tensorflow as tf
-            a_t = tf.stop_gradient(advantages)
-            if self.loss_kind == "a2c":
-                return -self.weight_pg * log_pi * a_t - weight_entropy * entropy
-            rho = tf.exp(log_pi - tf.stop_gradient(log_mu))
-            surrogate = tf.minimum(rho * a_t, tf.clip_by_value(rho, 1.0 - clip_ratio, 1.0 + clip_ratio) * a_t)
-            return -surrogate - weight_entropy * entropy
-        import torch
-        a_t = advantages.detach()
-        if self.loss_kind == "a2c":
-            return -self.weight_pg * log_pi * a_t - weight_entropy * entropy
-        rho = torch.exp(log_pi - log_mu.detach())
-        clipped = torch.minimum(torch.maximum(rho, 1.0 - clip_ratio), 1.0 + clip_ratio)
-        return -torch.minimum(rho * a_t, clipped * a_t) - weight_entropy * entropy
-
-    @graph_fn
-    def _graph_fn_value_loss(self, values, v_old, targets):
-        """0.5 * (V(s) - G)^2, or with clipping c the max with 0.5 * (v_old + clip(V - v_old, -c, c) - G)^2."""
-        c = self.value_function_clipping
-        if get_backend() == "tf":
-            import tensorflow as tf
-            targets, v_old, clip, square, maximum = tf.stop_gradient(targets), tf.stop_gradient(v_old), \
-                tf.clip_by_value, tf.square, tf.maximum
-        else:
-            import torch
-            targets, v_old, clip, square, maximum = targets.detach(), v_old.detach(), torch.clamp, torch.square, \
-                torch.maximum
-        squared = square(values - targets)
-        if c is not None:
-            squared = maximum(squared, square(v_old + clip(values - v_old, -c, c) - targets))
-        return 0.5 * squared
-
-    @graph_fn
-    def _graph_fn_combine(self, policy_loss, value_loss):
-        return policy_loss + self.weight_vf * value_loss
-
-    @graph_fn(returns=4)
-    def _graph_fn_means(self, loss_per_item, policy_loss, value_loss, entropy):
-        per_items = (loss_per_item, policy_loss, value_loss, entropy)
+    @graph_fn(returns=3)
+    def _graph_fn_means(self, policy_loss, value_loss, entropy):
+        per_items = (policy_loss, value_loss, entropy)
         if get_backend() == "tf":
             import tensorflow as tf
             return tuple(tf.reduce_mean(x) for x in per_items)

@@ -1,4 +1,4 @@
-"""`ActorCriticLossFunction`: the A2C loss with bootstrapped discounted returns as the critic's target."""
+"""`ActorCriticLossFunction`: the A2C loss, with bootstrapped discounted returns (or given targets) for the critic."""
 from __future__ import annotations
 
 from typing import Optional
@@ -6,11 +6,13 @@ from typing import Optional
 from rlgraph.backend_system import get_backend
 from rlgraph.components.loss_functions.loss_function import LossFunction
 from rlgraph.spaces import BoolBox, FloatBox, IntBox
-from rlgraph.utils.decorators import rlgraph_api
-from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
 
 REWARD_CLIPPINGS = (None, "clamp_one", "soft_asymmetric")
-_STEP_ARGS = ("log_probs", "values", "rewards", "terminals", "entropy")
+_STEP_ARGS = ("log_probs", "values", "rewards", "terminals", "entropy", "advantages", "value_targets")
+_RETURN_KEYS = ("rewards", "terminals", "bootstrapped_value")
+_TARGET_KEYS = ("advantages", "value_targets")
 
 
 def _weight(value, default: float, name: str) -> float:
@@ -44,6 +46,11 @@ class ActorCriticLossFunction(LossFunction):
           rank). `loss_per_item` is L_t per step: [B].
     `log_probs` are the summed log-probs of the actions taken, `entropy` the policy entropy H_t.
 
+    The record form (`loss_from_record`) also takes the advantages and targets computed elsewhere
+    (GAE over shuffled or concatenated fragments, as `PolicyGradientCore` does) instead of rewards:
+    then A_t = `advantages` and R_t = `value_targets` above, and `rewards`, `terminals`,
+    `bootstrapped_value` and `reward_clipping` play no part.
+
     Args:
         discount: gamma.
         reward_clipping: None, "clamp_one" (clip r_t to [-1, 1]) or "soft_asymmetric"
@@ -53,9 +60,26 @@ class ActorCriticLossFunction(LossFunction):
         weight_entropy: Weight of the entropy bonus; None for 0.01 (the paper's beta).
         scope: Default "actor-critic-loss-function".
 
+    Record keys (`loss_from_record`; per-step keys shaped alike: [B], [B, T] or [T, B]):
+        log_probs: log pi(a_t|s_t), summed over the action components (computed by the agent's core).
+        values: v_t = V(s_t) under the weights being trained (computed by the core).
+        entropy: H_t, the policy's entropy at s_t (computed by the core).
+        and either (returns computed here, as in `loss`):
+            rewards: r_t; terminals: d_t (bool); bootstrapped_value: V(s_T), [B] (a scalar for [B] steps),
+        or (advantages given, the keys of a PG batch):
+            advantages: A_t; value_targets: R_t, the critic's target.
+        weight_entropy (optional): a scalar, this update's entropy weight instead of the constructor's.
+
     API:
         loss(log_probs, values, rewards, terminals, entropy, bootstrapped_value): (total_loss, loss_per_item).
         loss_per_item(same arguments): [B].
+        loss_components_per_item(same arguments[, weight_entropy]): (policy term [B], value term [B]):
+            the mean over time of weight_pg * (-log_pi * A_t) - weight_entropy * H_t and of 0.5 * (R_t - v_t)^2;
+            loss_per_item = policy + weight_baseline * value.
+        loss_components_from_advantages(log_probs, values, entropy, advantages, value_targets[, weight_entropy]):
+            the same two terms from given A_t and R_t.
+        loss_from_record(record) -> (total_loss, loss_per_item [B], policy term [B], value term [B]): the
+            same numbers from one dict (keys above).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import BoolBox, FloatBox
@@ -70,6 +94,11 @@ class ActorCriticLossFunction(LossFunction):
     >>> out.tolist()  # -log_pi * A + 0.5 * A^2
     [1.5, 6.0]
     """
+
+    record_keys = ("log_probs", "values", "entropy")
+    optional_record_keys = _RETURN_KEYS + _TARGET_KEYS + ("weight_entropy",)
+    # Both record forms share these: they fix the layout, so the loss is input-complete with them.
+    input_spaces_needed = ("log_probs", "values", "entropy")
 
     def __init__(self, discount: float = 0.99, reward_clipping: Optional[str] = "clamp_one",
                  weight_pg: Optional[float] = None, weight_baseline: Optional[float] = None,
@@ -106,6 +135,11 @@ class ActorCriticLossFunction(LossFunction):
                 raise RLGraphSpaceError(space, f"'{name}' has other batch/time ranks than '{reference[0]}'",
                                         where=f"{where}({name})", expected=input_spaces[reference[0]],
                                         hint="give all per-step inputs the same layout ([B], [B, T] or [T, B]).")
+        weight = input_spaces.get("weight_entropy")
+        if weight is not None and (not isinstance(weight, FloatBox) or weight.shape != () or weight.has_batch_rank):
+            raise RLGraphSpaceError(weight, "'weight_entropy' must be one float for the whole batch",
+                                    where=f"{where}_from_record(weight_entropy)",
+                                    expected="FloatBox(shape=()) without batch rank")
         if reference is None:
             return
         has_time, time_major = reference[1]
@@ -128,14 +162,78 @@ class ActorCriticLossFunction(LossFunction):
 
     @rlgraph_api
     def _graph_fn_loss_per_item(self, log_probs, values, rewards, terminals, entropy, bootstrapped_value):
-        if get_backend() == "tf":
-            return self._loss_per_item_tf(log_probs, values, rewards, terminals, entropy, bootstrapped_value)
-        return self._loss_per_item_torch(log_probs, values, rewards, terminals, entropy, bootstrapped_value)
+        return self._combine(*self._terms_from_rewards(log_probs, values, rewards, terminals, entropy,
+                                                       bootstrapped_value))
 
-    def _weighted_sum(self, log_pi, v_t, returns, entropy, square):
-        advantages = returns - v_t
-        return (-self.weight_pg * log_pi * self._stop(advantages) + self.weight_baseline * 0.5 * square(advantages)
-                - self.weight_entropy * entropy)
+    @rlgraph_api(must_be_complete=False, returns=2)
+    def _graph_fn_loss_components_per_item(self, log_probs, values, rewards, terminals, entropy, bootstrapped_value,
+                                           weight_entropy=None):
+        return self._terms_from_rewards(log_probs, values, rewards, terminals, entropy, bootstrapped_value,
+                                        weight_entropy)
+
+    @rlgraph_api(must_be_complete=False, returns=2)
+    def _graph_fn_loss_components_from_advantages(self, log_probs, values, entropy, advantages, value_targets,
+                                                  weight_entropy=None):
+        return self._terms(log_probs, values, entropy, advantages, value_targets, weight_entropy)
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_from_record(self, record):
+        """The loss from one keyed record (see "Record keys" in the class docstring).
+
+        Returns:
+            (total_loss, loss_per_item, policy_loss_per_item, value_loss_per_item): a scalar and three
+            [B]; loss_per_item = policy + weight_baseline * value.
+
+        Raises:
+            RLGraphError: (while building) for a record that lacks a key, holds an unknown one, or
+                holds neither or both of the two sets of targets.
+        """
+        inputs = self.read_record(record)
+        with_rewards = [key in record for key in _RETURN_KEYS]
+        with_targets = [key in record for key in _TARGET_KEYS]
+        if not ((all(with_rewards) and not any(with_targets)) or (all(with_targets) and not any(with_rewards))):
+            raise RLGraphError(f"the record of {type(self).__name__} needs either all of {list(_RETURN_KEYS)} or all "
+                               f"of {list(_TARGET_KEYS)}", where=f"{self.global_scope}.loss_from_record(record)",
+                               expected=f"{list(self.record_keys)} + {list(_RETURN_KEYS)} or "
+                                        f"+ {list(_TARGET_KEYS)}", received=sorted(str(key) for key in record),
+                               hint="pass rewards (the returns are computed here) or advantages and targets (GAE).")
+        per_step = [inputs["log_probs"], inputs["values"]]
+        if all(with_rewards):
+            policy, value = self.loss_components_per_item(*per_step, inputs["rewards"], inputs["terminals"],
+                                                          inputs["entropy"], inputs["bootstrapped_value"],
+                                                          inputs["weight_entropy"])
+        else:
+            policy, value = self.loss_components_from_advantages(*per_step, inputs["entropy"], inputs["advantages"],
+                                                                 inputs["value_targets"], inputs["weight_entropy"])
+        loss_per_item = self._graph_fn_combine(policy, value)
+        return self.loss_average(loss_per_item), loss_per_item, policy, value
+
+    @graph_fn
+    def _graph_fn_combine(self, policy_loss, value_loss):
+        return self._combine(policy_loss, value_loss)
+
+    # --- The maths, shared by every API method (helpers of the graph functions) ----------------------------------
+    def _combine(self, policy_loss, value_loss):
+        return policy_loss + self.weight_baseline * value_loss
+
+    def _terms_from_rewards(self, log_probs, values, rewards, terminals, entropy, bootstrapped_value,
+                            weight_entropy=None):
+        returns = self._returns(values, rewards, terminals, bootstrapped_value)
+        return self._terms(log_probs, values, entropy, returns - values, returns, weight_entropy)
+
+    def _terms(self, log_pi, v_t, entropy, advantages, targets, weight_entropy=None):
+        """(policy term, value term), each the mean over a fragment's steps ([B]; per step when flat)."""
+        weight_entropy = self.weight_entropy if weight_entropy is None else weight_entropy
+        a_t, r_t = self._stop(advantages), self._stop(targets)
+        policy = -self.weight_pg * log_pi * a_t - weight_entropy * entropy
+        value = 0.5 * (r_t - v_t) * (r_t - v_t)
+        if self.layout == "flat":
+            return policy, value
+        axis = 0 if self.layout == "time_major" else 1
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.reduce_mean(policy, axis=axis), tf.reduce_mean(value, axis=axis)
+        return policy.mean(dim=axis), value.mean(dim=axis)
 
     @staticmethod
     def _stop(x):
@@ -144,34 +242,32 @@ class ActorCriticLossFunction(LossFunction):
             return tf.stop_gradient(x)
         return x.detach()
 
-    def _loss_per_item_tf(self, log_probs, values, rewards, terminals, entropy, bootstrapped_value):
-        import tensorflow as tf
-        # Everything goes time-major [T, N]; the flat layout is one fragment of N = 1.
-        to_tm = {"flat": lambda x: x[:, None], "batch_major": tf.transpose, "time_major": lambda x: x}[self.layout]
-        r_t = to_tm(tf.cast(rewards, values.dtype))
+    def _clip_rewards(self, r_t, tanh, minimum, maximum, clip):
         if self.reward_clipping == "clamp_one":
-            r_t = tf.clip_by_value(r_t, -1.0, 1.0)
-        elif self.reward_clipping == "soft_asymmetric":
-            squashed = tf.tanh(r_t)
-            r_t = 0.3 * tf.minimum(squashed, 0.0) + 5.0 * tf.maximum(squashed, 0.0)
-        not_done = 1.0 - to_tm(tf.cast(terminals, values.dtype))
-        v_T = tf.stop_gradient(tf.cast(bootstrapped_value, values.dtype))
-        v_T = tf.reshape(v_T, [1]) if self.layout == "flat" else v_T
-        returns = tf.stop_gradient(tf.scan(lambda g, step: step[0] + self.discount * step[1] * g, (r_t, not_done),
-                                           initializer=v_T, reverse=True))
-        per_step = self._weighted_sum(to_tm(log_probs), to_tm(values), returns, to_tm(entropy), tf.square)
-        return per_step[:, 0] if self.layout == "flat" else tf.reduce_mean(per_step, axis=0)
+            return clip(r_t, -1.0, 1.0)
+        if self.reward_clipping == "soft_asymmetric":
+            squashed = tanh(r_t)
+            return 0.3 * minimum(squashed, 0.0) + 5.0 * maximum(squashed, 0.0)
+        return r_t
 
-    def _loss_per_item_torch(self, log_probs, values, rewards, terminals, entropy, bootstrapped_value):
+    def _returns(self, values, rewards, terminals, bootstrapped_value):
+        """R_t (a constant), shaped like `values`: computed time-major [T, N], the flat layout as N = 1."""
+        if get_backend() == "tf":
+            import tensorflow as tf
+            to_tm = {"flat": lambda x: x[:, None], "batch_major": tf.transpose, "time_major": lambda x: x}[self.layout]
+            r_t = self._clip_rewards(to_tm(tf.cast(rewards, values.dtype)), tf.tanh, tf.minimum, tf.maximum,
+                                     tf.clip_by_value)
+            not_done = 1.0 - to_tm(tf.cast(terminals, values.dtype))
+            v_T = tf.stop_gradient(tf.cast(bootstrapped_value, values.dtype))
+            v_T = tf.reshape(v_T, [1]) if self.layout == "flat" else v_T
+            returns = tf.scan(lambda g, step: step[0] + self.discount * step[1] * g, (r_t, not_done), initializer=v_T,
+                              reverse=True)
+            return tf.stop_gradient(returns[:, 0] if self.layout == "flat" else to_tm(returns))
         import torch
         to_tm = {"flat": lambda x: x[:, None], "batch_major": lambda x: x.transpose(0, 1),
                  "time_major": lambda x: x}[self.layout]
-        r_t = to_tm(torch.as_tensor(rewards).to(values.dtype))
-        if self.reward_clipping == "clamp_one":
-            r_t = torch.clamp(r_t, -1.0, 1.0)
-        elif self.reward_clipping == "soft_asymmetric":
-            squashed = torch.tanh(r_t)
-            r_t = 0.3 * torch.clamp(squashed, max=0.0) + 5.0 * torch.clamp(squashed, min=0.0)
+        r_t = self._clip_rewards(to_tm(torch.as_tensor(rewards).to(values.dtype)), torch.tanh,
+                                 lambda x, c: torch.clamp(x, max=c), lambda x, c: torch.clamp(x, min=c), torch.clamp)
         not_done = 1.0 - to_tm(torch.as_tensor(terminals).to(values.dtype))
         v_T = torch.as_tensor(bootstrapped_value).detach().to(values.dtype).reshape(-1)
         g, returns = v_T, []
@@ -179,5 +275,4 @@ class ActorCriticLossFunction(LossFunction):
             g = r_t[t] + self.discount * not_done[t] * g
             returns.append(g)
         returns = (torch.stack(returns[::-1]) if returns else torch.zeros_like(r_t)).detach()
-        per_step = self._weighted_sum(to_tm(log_probs), to_tm(values), returns, to_tm(entropy), torch.square)
-        return per_step[:, 0] if self.layout == "flat" else per_step.mean(dim=0)
+        return returns[:, 0] if self.layout == "flat" else to_tm(returns)

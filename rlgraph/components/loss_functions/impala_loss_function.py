@@ -69,10 +69,21 @@ class IMPALALossFunction(LossFunction):
         RLGraphSpaceError: (at build time) for inputs that are not batch-major [B, T, ...] sequences
             of the shapes above.
 
+    Record keys (`loss_from_record`; the rollout's own names where it has the value, the positional
+    arguments' names for what the learner computes; shapes as above):
+        logits_actions_pi: the learner's logits of pi over s_0 .. s_{T-1} (computed by the core).
+        action_probs: mu(.|x_t), the behaviour policy (the rollout's `action_probs`; `action_probs_mu` of `loss`).
+        values: V(x_t) of the learner (computed by the core).
+        actions: a_t (the rollout's).
+        rewards: r_t (the rollout's).
+        terminals: d_t (the rollout's).
+        bootstrapped_values: V(x_T) of the learner (computed by the core from the rollout's `bootstrap_states`).
+
     API:
         loss(logits_actions_pi, action_probs_mu, values, actions, rewards, terminals, bootstrapped_values)
             -> (total_loss, loss_per_item): a scalar and [B].
         loss_per_item(same arguments) -> [B].
+        loss_from_record(record) -> (total_loss, loss_per_item): the same from one dict (keys above).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox, IntBox, BoolBox
@@ -89,6 +100,9 @@ class IMPALALossFunction(LossFunction):
     >>> round(float(total), 4)  # -log(0.5) * 2 + 0.5 * 0.5 * 2**2
     2.3863
     """
+
+    record_keys = ("logits_actions_pi", "action_probs", "values", "actions", "rewards", "terminals",
+                   "bootstrapped_values")
 
     def __init__(self, discount: float = 0.99, reward_clipping: Optional[str] = "clamp_one",
                  weight_pg: Optional[float] = None, weight_baseline: Optional[float] = None,
@@ -163,6 +177,20 @@ class IMPALALossFunction(LossFunction):
         loss_per_item = self.loss_per_item(logits_actions_pi, action_probs_mu, values, actions, rewards, terminals,
                                            bootstrapped_values)
         return self.loss_average(loss_per_item), loss_per_item
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_from_record(self, record):
+        """The loss from one keyed record (see "Record keys" in the class docstring).
+
+        Returns:
+            (total_loss, loss_per_item): a scalar and [B].
+
+        Raises:
+            RLGraphError: (while building) for a record that lacks a key or holds an unknown one.
+        """
+        inputs = self.read_record(record)
+        return self.loss(inputs["logits_actions_pi"], inputs["action_probs"], inputs["values"], inputs["actions"],
+                         inputs["rewards"], inputs["terminals"], inputs["bootstrapped_values"])
 
     @rlgraph_api
     def loss_per_item(self, logits_actions_pi, action_probs_mu, values, actions, rewards, terminals,

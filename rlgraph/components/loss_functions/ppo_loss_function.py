@@ -53,28 +53,52 @@ class PPOLossFunction(LossFunction):
             the agent that computes them.
         scope: Default "ppo-loss-function".
 
+    Record keys (`loss_from_record`; the names of the positional arguments, all floats [B], or all
+    [B, T] / [T, B] alike):
+        log_probs: log pi(a_t|s_t) under the weights being trained (computed by the agent's core).
+        prev_log_probs: log pi_old(a_t|s_t) of the acting weights (a PG batch's `log_probs`).
+        advantages: A_t (a PG batch's `advantages`, e.g. GAE).
+        entropy: H_t, the policy's entropy at s_t (computed by the core).
+        values: v_t = V(s_t) under the weights being trained (computed by the core).
+        prev_values: v_old_t of the acting weights (a PG batch's `values`); read only with
+            `value_function_clipping`.
+        value_targets: v_target_t (a PG batch's `value_targets`).
+        clip_ratio (optional): a scalar, this update's epsilon instead of the constructor's (schedules).
+        weight_entropy (optional): a scalar, this update's entropy weight instead of the constructor's.
+
     API:
         loss(log_probs, prev_log_probs, advantages, entropy, values, prev_values, value_targets):
             (total_loss, loss_per_item): scalar and [B].
         loss_per_item(same arguments): [B].
         loss_components(same arguments): (policy_loss, value_function_loss), the batch means of L_pi
             (with the entropy term) and of the unweighted L_v; loss = policy + weight_vf * value.
-        policy_loss_per_item(log_probs, prev_log_probs, advantages, entropy): [B] L_pi.
+        loss_components_per_item(same arguments[, clip_ratio, weight_entropy]): (L_pi [B], L_v [B]).
+        policy_loss_per_item(log_probs, prev_log_probs, advantages, entropy[, clip_ratio, weight_entropy]):
+            [B] L_pi.
         value_function_loss_per_item(values, prev_values, value_targets): [B] L_v (unweighted).
         `prev_values` is ignored unless `value_function_clipping` is set.
+        loss_from_record(record) -> (total_loss, loss_per_item [B], L_pi [B], L_v [B]): the same
+            numbers from one dict (keys above; the per-item parts for agents with two optimizers).
 
     >>> from rlgraph.tests import ComponentTest
-    >>> from rlgraph.spaces import FloatBox
+    >>> from rlgraph.spaces import Dict, FloatBox
     >>> loss_fn = PPOLossFunction(clip_ratio=0.2, weight_entropy=0.0, weight_vf=1.0)
-    >>> f = FloatBox(add_batch_rank=True)
-    >>> test = ComponentTest(loss_fn, input_spaces={name: f for name in loss_fn.api_methods["loss"].arg_names},
-    ...                      backend="pytorch")
+    >>> spaces = {name: FloatBox(add_batch_rank=True) for name in loss_fn.api_methods["loss"].arg_names}
+    >>> # The record's space as well (a root needs the positional spaces too: they share the graph).
+    >>> test = ComponentTest(loss_fn, input_spaces=dict(spaces, record=Dict(spaces)), backend="pytorch")
     >>> # rho = [1.5, 0.5]: the first is clipped to 1.2, the second stays (A > 0 takes the min).
     >>> lp, adv = np.log([1.5, 0.5], dtype=np.float32), np.array([1.0, 1.0], np.float32)
     >>> zeros = np.zeros(2, np.float32)
     >>> test.test(("loss_per_item", [lp, zeros, adv, zeros, zeros, zeros, zeros])).astype(float).round(4).tolist()
     [-1.2, -0.5]
+    >>> record = dict(log_probs=lp, prev_log_probs=zeros, advantages=adv, entropy=zeros, values=zeros,
+    ...               prev_values=zeros, value_targets=zeros)
+    >>> test.test(("loss_from_record", record))[1].astype(float).round(4).tolist()
+    [-1.2, -0.5]
     """
+
+    record_keys = _ARGS
+    optional_record_keys = ("clip_ratio", "weight_entropy")
 
     def __init__(self, clip_ratio: float = 0.2, value_function_clipping: Optional[float] = None,
                  weight_entropy: Optional[float] = None, weight_vf: float = 0.5, discount: float = 0.99,
@@ -107,6 +131,13 @@ class PPOLossFunction(LossFunction):
                                         where=f"{self.global_scope}.loss({name})", expected=input_spaces[layout_of],
                                         hint="give all inputs the same layout ([B], [B, T] or [T, B]).")
             layout_of, self.time_axis = layout_of or name, time_axis
+        for name in self.optional_record_keys:
+            space = input_spaces.get(name)
+            if space is not None and (not isinstance(space, FloatBox) or space.shape != () or
+                                      space.has_batch_rank):
+                raise RLGraphSpaceError(space, f"'{name}' must be one float for the whole batch",
+                                        where=f"{self.global_scope}.loss_from_record({name})",
+                                        expected="FloatBox(shape=()) without batch rank")
 
     @rlgraph_api
     def loss(self, log_probs, prev_log_probs, advantages, entropy, values, prev_values, value_targets):
@@ -116,19 +147,46 @@ class PPOLossFunction(LossFunction):
 
     @rlgraph_api
     def loss_per_item(self, log_probs, prev_log_probs, advantages, entropy, values, prev_values, value_targets):
-        policy = self._graph_fn_policy_loss_per_item(log_probs, prev_log_probs, advantages, entropy)
-        value = self._graph_fn_value_function_loss_per_item(values, prev_values, value_targets)
+        policy, value = self.loss_components_per_item(log_probs, prev_log_probs, advantages, entropy, values,
+                                                      prev_values, value_targets)
         return self._graph_fn_combine(policy, value)
 
     @rlgraph_api(must_be_complete=False)
     def loss_components(self, log_probs, prev_log_probs, advantages, entropy, values, prev_values, value_targets):
-        policy = self._graph_fn_policy_loss_per_item(log_probs, prev_log_probs, advantages, entropy)
-        value = self._graph_fn_value_function_loss_per_item(values, prev_values, value_targets)
+        policy, value = self.loss_components_per_item(log_probs, prev_log_probs, advantages, entropy, values,
+                                                      prev_values, value_targets)
         return self.loss_average(policy), self.loss_average(value)
 
     @rlgraph_api(must_be_complete=False)
-    def _graph_fn_policy_loss_per_item(self, log_probs, prev_log_probs, advantages, entropy):
-        eps = self.clip_ratio
+    def loss_components_per_item(self, log_probs, prev_log_probs, advantages, entropy, values, prev_values,
+                                 value_targets, clip_ratio=None, weight_entropy=None):
+        """(L_pi [B], L_v [B]): the one computation behind every other API method."""
+        policy = self._graph_fn_policy_loss_per_item(log_probs, prev_log_probs, advantages, entropy, clip_ratio,
+                                                     weight_entropy)
+        return policy, self._graph_fn_value_function_loss_per_item(values, prev_values, value_targets)
+
+    @rlgraph_api(must_be_complete=False)
+    def loss_from_record(self, record):
+        """The loss from one keyed record (see "Record keys" in the class docstring).
+
+        Returns:
+            (total_loss, loss_per_item, policy_loss_per_item, value_function_loss_per_item): a scalar
+            and three [B]; loss_per_item = L_pi + weight_vf * L_v.
+
+        Raises:
+            RLGraphError: (while building) for a record that lacks a key or holds an unknown one.
+        """
+        inputs = self.read_record(record)
+        policy, value = self.loss_components_per_item(*(inputs[key] for key in self.record_keys),
+                                                      inputs["clip_ratio"], inputs["weight_entropy"])
+        loss_per_item = self._graph_fn_combine(policy, value)
+        return self.loss_average(loss_per_item), loss_per_item, policy, value
+
+    @rlgraph_api(must_be_complete=False)
+    def _graph_fn_policy_loss_per_item(self, log_probs, prev_log_probs, advantages, entropy, clip_ratio=None,
+                                       weight_entropy=None):
+        eps = self.clip_ratio if clip_ratio is None else clip_ratio
+        weight_entropy = self.weight_entropy if weight_entropy is None else weight_entropy
         if get_backend() == "tf":
             import tensorflow as tf
             log_pi_old, a_t = tf.stop_gradient(prev_log_probs), tf.stop_gradient(advantages)
@@ -139,7 +197,7 @@ class PPOLossFunction(LossFunction):
             log_pi_old, a_t = prev_log_probs.detach(), advantages.detach()
             rho_t = torch.exp(log_probs - log_pi_old)
             surrogate = torch.minimum(rho_t * a_t, torch.clamp(rho_t, 1.0 - eps, 1.0 + eps) * a_t)
-        return self._mean_over_time(-surrogate - self.weight_entropy * entropy)
+        return self._mean_over_time(-surrogate - weight_entropy * entropy)
 
     @rlgraph_api(must_be_complete=False)
     def _graph_fn_value_function_loss_per_item(self, values, prev_values, value_targets):

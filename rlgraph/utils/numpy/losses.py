@@ -80,9 +80,17 @@ def actor_critic_loss(log_probs, values, rewards, terminals, entropy, bootstrapp
     -weight_pg * log_pi * (R_t - v_t) + weight_baseline * 0.5 (R_t - v_t)^2 - weight_entropy * H_t. Returns [B, T].
     """
     returns = discounted_returns(clip_rewards(rewards, reward_clipping), terminals, discount, bootstrapped_value)
-    advantages = returns - _as_float(values)
-    return (-weight_pg * _as_float(log_probs) * advantages + weight_baseline * 0.5 * np.square(advantages)
-            - weight_entropy * _as_float(entropy))
+    policy, value = actor_critic_terms(log_probs, values, entropy, returns - _as_float(values), returns, weight_pg,
+                                       weight_entropy)
+    return policy + weight_baseline * value
+
+
+def actor_critic_terms(log_probs, values, entropy, advantages, value_targets, weight_pg: float = 1.0,
+                       weight_entropy: float = 0.01) -> Tuple[np.ndarray, np.ndarray]:
+    """The two A2C terms per step from given advantages A_t and targets R_t (all elementwise):
+    (-weight_pg * log_pi * A_t - weight_entropy * H_t, 0.5 * (R_t - v_t)^2)."""
+    policy = -weight_pg * _as_float(log_probs) * _as_float(advantages) - weight_entropy * _as_float(entropy)
+    return policy, 0.5 * np.square(_as_float(value_targets) - _as_float(values))
 
 
 def _min_q(q_values) -> np.ndarray:
