@@ -73,7 +73,8 @@ class DDPGLossFunction(LossFunction):
             critic_weights_l2=None) -> (critic_loss, critic_loss_per_item [B], td_errors [B]).
         actor_loss(q_values_mu, actions_mu=None) -> (actor_loss, actor_surrogate, its per-item values [B]).
         loss(q_values, qt_values_sp, rewards, terminals, q_values_mu, importance_weights=None)
-            -> (critic_loss + actor_loss, critic_loss_per_item - q_values_mu [B]).
+            -> (mean of loss_per_item, critic_loss_per_item - q_values_mu [B]): the critic and actor
+            losses summed, without the L2 term and the inverting.
         loss_per_item(same arguments) -> [B].
 
     >>> from rlgraph.tests import ComponentTest
@@ -146,6 +147,10 @@ class DDPGLossFunction(LossFunction):
     @rlgraph_api(must_be_complete=False)
     def critic_loss(self, q_values, qt_values_sp, rewards, terminals, importance_weights=None,
                     critic_weights_l2=None):
+        if self.critic_regularization > 0 and critic_weights_l2 is None:
+            raise RLGraphError("critic_regularization > 0 needs the critic weights' l2",
+                               where=f"{self.global_scope}.critic_loss(critic_weights_l2)",
+                               expected="the sum of the squares of the critic's trainable variables", received=None)
         return self._graph_fn_critic(q_values, qt_values_sp, rewards, terminals, importance_weights,
                                      critic_weights_l2)
 
@@ -169,12 +174,8 @@ class DDPGLossFunction(LossFunction):
     @graph_fn(returns=3)
     def _graph_fn_critic(self, q_values, qt_values_sp, rewards, terminals, importance_weights=None,
                          critic_weights_l2=None):
-        """(critic loss, critic loss per item [B], td [B]) of the class docstring."""
-        if self.critic_regularization > 0 and critic_weights_l2 is None:
-            raise RLGraphError("critic_regularization > 0 needs the critic weights' l2",
-                               where=f"{self.global_scope}.critic_loss(critic_weights_l2)",
-                               expected="the sum of the squares of the critic's trainable variables",
-                               received=None)
+        """(critic loss, critic loss per item [B], td [B]) of the class docstring (the L2 term only
+        with `critic_weights_l2`)."""
         maths = _critic_tf if get_backend() == "tf" else _critic_torch
         return maths(self, q_values, qt_values_sp, rewards, terminals, importance_weights, critic_weights_l2)
 
@@ -223,7 +224,7 @@ def _critic_tf(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2):
     if w is not None:
         per_item = tf.cast(w, per_item.dtype) * per_item
     critic_loss = tf.reduce_mean(per_item)
-    if loss.critic_regularization > 0:
+    if loss.critic_regularization > 0 and l2 is not None:
         critic_loss += loss.critic_regularization * l2
     return critic_loss, per_item, tf.stop_gradient(td)
 
@@ -236,7 +237,7 @@ def _critic_torch(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2):
     if w is not None:
         per_item = w.to(per_item.dtype) * per_item
     critic_loss = per_item.mean()
-    if loss.critic_regularization > 0:
+    if loss.critic_regularization > 0 and l2 is not None:
         critic_loss = critic_loss + loss.critic_regularization * l2
     return critic_loss, per_item, td.detach()
 
