@@ -64,15 +64,13 @@ def critic(net, s, a):
     return q[:, 0], x, h
 
 
-def critic_loss_and_gradients(nets, batch, gamma, huber_delta=None, regularization=0.0):
-    """(critic loss, td [B], gradients of the critic's variables)."""
-    s, a, r, d, s1 = (np.asarray(batch[k], np.float64) for k in ("states", "actions", "rewards", "terminals",
-                                                                   "next_states"))
-    a1, _, _ = actor(nets["target-actor"], s1, *batch["bounds"], squash=batch["squash"])
-    q1, _, _ = critic(nets["target-critic"], s1, a1)
-    y = r + gamma * (1.0 - d) * q1
-    q, x, h = critic(nets["critic"], s, a)
-    td = y - q
+def losses(q, qt_sp, r, d, q_mu, gamma, huber_delta=None, weights=None, l2=0.0, regularization=0.0):
+    """DDPG's losses from values (`DDPGLossFunction`'s maths): (critic loss, critic loss per item
+    [B], td [B], d critic_loss / d q [B], actor loss). `gamma` is the bootstrap discount (gamma**n
+    for n-step records), `weights` importance weights (None: 1), `l2` the critic's sum of squares."""
+    q, qt_sp, r, d, q_mu = (np.asarray(x, np.float64) for x in (q, qt_sp, r, d, q_mu))
+    w = np.ones_like(q) if weights is None else np.asarray(weights, np.float64)
+    td = r + gamma * (1.0 - d) * qt_sp - q
     n = len(td)
     if huber_delta is None:
         per_item, d_q = 0.5 * td ** 2, -td / n
@@ -80,10 +78,21 @@ def critic_loss_and_gradients(nets, batch, gamma, huber_delta=None, regularizati
         small = np.abs(td) <= huber_delta
         per_item = np.where(small, 0.5 * td ** 2, huber_delta * (np.abs(td) - 0.5 * huber_delta))
         d_q = -np.clip(td, -huber_delta, huber_delta) / n
+    return (w * per_item).mean() + regularization * l2, w * per_item, td, w * d_q, -q_mu.mean()
+
+
+def critic_loss_and_gradients(nets, batch, gamma, huber_delta=None, regularization=0.0, weights=None):
+    """(critic loss, td [B], gradients of the critic's variables); `weights`: importance weights."""
+    s, a, r, d, s1 = (np.asarray(batch[k], np.float64) for k in ("states", "actions", "rewards", "terminals",
+                                                                   "next_states"))
+    a1, _, _ = actor(nets["target-actor"], s1, *batch["bounds"], squash=batch["squash"])
+    q1, _, _ = critic(nets["target-critic"], s1, a1)
+    q, x, h = critic(nets["critic"], s, a)
     l2 = sum(np.sum(w ** 2) for w in nets["critic"].values())
+    loss, _, td, d_q, _ = losses(q, q1, r, d, q, gamma, huber_delta, weights, l2, regularization)
     grads, _ = backward(nets["critic"], x, h, d_q[:, None])
     grads = {k: g + 2.0 * regularization * nets["critic"][k] for k, g in grads.items()}
-    return per_item.mean() + regularization * l2, td, grads
+    return loss, td, grads
 
 
 def invert(g, a, p_min, p_max):
@@ -109,9 +118,11 @@ def actor_loss_and_gradients(nets, batch, critic_net, inverter=None):
 
 
 def sgd_update(nets, batch, gamma, actor_lr, critic_lr, actor_tau, critic_tau, huber_delta=None,
-               regularization=0.0, inverter=None, critic_step=True, actor_step=True):
-    """(new nets, critic loss, actor loss) after one DDPG update with plain SGD (see `DDPGCore`)."""
-    critic_loss, _, critic_grads = critic_loss_and_gradients(nets, batch, gamma, huber_delta, regularization)
+               regularization=0.0, inverter=None, critic_step=True, actor_step=True, weights=None):
+    """(new nets, critic loss, actor loss) after one DDPG update with plain SGD (see `DDPGCore`);
+    `weights`: the importance weights of the critic loss, `gamma`: its bootstrap discount."""
+    critic_loss, _, critic_grads = critic_loss_and_gradients(nets, batch, gamma, huber_delta, regularization,
+                                                             weights)
     new = {net: dict(values) for net, values in nets.items()}
     if critic_step:
         new["critic"] = {k: v - critic_lr * critic_grads[k] for k, v in nets["critic"].items()}

@@ -75,7 +75,10 @@ BAD_ARGUMENTS = [
      "critic_optimizer_spec"),
     (dict(optimizer_spec={"type": "adam", "learning_rate": 0.1}, actor_learning_rate=0.2), "actor_learning_rate"),
     (dict(critic_learning_rate=float("nan")), "critic_learning_rate"),
-    (dict(memory_spec={"type": "prioritized-replay", "capacity": 16}), "memory_spec"),
+    (dict(memory_spec={"type": "ring-buffer", "capacity": 16}), "memory_spec"),  # (Prioritized ones are valid.)
+    (dict(memory_spec={"type": "mem-prioritized-replay", "alpah": 0.5}), "memory_spec"),
+    (dict(memory_spec={"type": "replay-memory", "capacity": 0}), "memory_spec.capacity"),
+    (dict(n_step=0), "n_step"),
     (dict(memory_spec=[16]), "memory_spec"),
 ]
 

@@ -1,21 +1,38 @@
-"""How `DQNAgent` reaches its replay memory: in the graph, or in numpy next to it.
+"""How the off-policy agents (DQN, SAC, DDPG) reach their replay memory: in the graph, or in numpy next to it.
 
-The agent picks one of these when it creates its root component and then only talks to it:
-observing (`insert`), learning from the memory (`update_from_memory`), `size` and the
-checkpoint state. Both take and give records (`rlgraph/agents/records.py`).
+The agent makes its memory with `make_replay` from its `memory_spec` when it creates its root
+component and then only talks to the `ReplayAccess`: observing (`insert`), learning from the
+memory (`update_from_memory`, or `sample` + `update_priorities` for the numpy memory), `size`
+and the checkpoint state. Both take and give records (`rlgraph/agents/records.py`).
+
+memory_spec types: "replay-memory" (uniform) and "prioritized-replay" (Schaul et al. 2015,
+https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is the numpy
+`MemPrioritizedReplay` (keys "capacity", "alpha", "beta", "epsilon", "seed"). A prioritized
+memory's importance weights weigh the TD loss per item, and the sampled records get the absolute
+TD errors as their new priorities.
 """
 from __future__ import annotations
 
 import abc
 import os
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
+from rlgraph.agents.specs import check_number, check_spec
+from rlgraph.components.component import Component
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
+from rlgraph.components.memories.memory_size import check_memory_size
+from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
+from rlgraph.components.memories.replay_memory import ReplayMemory
+from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 # The file of a python replay memory in an agent checkpoint.
 MEMORY_FILE = "python_memory.npz"
+# memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph, and its keys.
+PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
+PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed")
 
 
 class ReplayAccess(abc.ABC):
@@ -129,3 +146,69 @@ class PythonReplay(ReplayAccess):
             self.memory.clear()
         else:
             self.memory.restore(checked)
+
+
+# --- Making the memory (shared by DQN, SAC and DDPG) ---------------------------------------------------------------
+
+
+def check_memory_spec(memory_spec: Any, default: dict, owner: str) -> dict:
+    """A copy of `memory_spec` (`default` for None) with its "capacity" checked.
+
+    Raises:
+        RLGraphSpecError: For a spec that is not a dict or a capacity that is not an int >= 1.
+    """
+    if memory_spec is not None and not isinstance(memory_spec, dict):
+        raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
+                               expected=f"e.g. {default}".replace("'", '"'), received=repr(memory_spec)[:80])
+    spec = dict(memory_spec or default)
+    if "capacity" in spec:  # (The memory itself refuses a capacity its records cannot fit in RAM.)
+        spec["capacity"] = check_number(spec["capacity"], "memory_spec.capacity", owner, low=1, integer=True)
+    return spec
+
+
+def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], Any], owner: str,
+                algorithm: str) -> Tuple[Optional[Component], ReplayAccess]:
+    """(the in-graph memory component or None, the agent's `ReplayAccess`) of `memory_spec`.
+
+    Args:
+        memory_spec: A checked spec (`check_memory_spec`); the type may use "_" or "-".
+        seed: The default seed of a numpy memory (execution_spec.seed).
+        executor: Returns the agent's built executor.
+        owner: The agent's class name, for errors.
+        algorithm: How errors name the algorithm ("DQN", "SAC", ...).
+
+    Raises:
+        RLGraphSpecError: For unknown keys of the numpy memory's spec, or an in-graph memory that
+            is not a replay memory (uniform or prioritized).
+    """
+    spec = dict(memory_spec)
+    memory_type = str(spec.get("type", "replay-memory")).replace("_", "-").lower()
+    if memory_type in PYTHON_MEMORY_TYPES:
+        spec.pop("type")
+        spec = check_spec(spec, dict.fromkeys(PYTHON_MEMORY_KEYS), "memory_spec", owner)
+        spec = {k: v for k, v in spec.items() if v is not None}
+        spec.setdefault("seed", seed)
+        return None, PythonReplay(MemPrioritizedReplay(**spec), executor)
+    memory = Component.from_spec(spec)
+    if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
+        raise RLGraphSpecError(f"{algorithm} learns from a replay memory", where=f"{owner}(memory_spec)",
+                               expected='type "replay-memory", "prioritized-replay" or "mem-prioritized-replay"',
+                               received=repr(memory_spec.get("type")))
+    return memory, GraphReplay(executor)
+
+
+def replay_input_spaces(memory: Optional[Component], records_space: Any) -> Dict[str, Any]:
+    """The root's input spaces of an in-graph memory's API methods ("batch_size"; "indices" and
+    "priorities" for a prioritized one), after checking that its records fit the RAM; {} without one."""
+    if memory is None:
+        return {}
+    check_memory_size(memory.capacity, memory.storage_bytes(records_space), memory.global_scope)
+    spaces = {"batch_size": IntBox(1, 2 ** 31 - 1, dtype="int64")}
+    if isinstance(memory, PrioritizedReplay):
+        spaces.update(indices=IntBox(memory.capacity, add_batch_rank=True), priorities=FloatBox(add_batch_rank=True))
+    return spaces
+
+
+def memory_capacity(memory: Optional[Component], replay: ReplayAccess) -> int:
+    """The capacity of the in-graph `memory`, else of `replay`'s numpy memory."""
+    return (memory if memory is not None else replay.memory).capacity

@@ -59,6 +59,7 @@ COMPONENT_NAMES = {
     "ppo-loss-function": "PPOLossFunction", "ppo-loss": "PPOLossFunction",
     "actor-critic-loss-function": "ActorCriticLossFunction", "actor-critic-loss": "ActorCriticLossFunction",
     "sac-loss-function": "SACLossFunction", "sac-loss": "SACLossFunction",
+    "ddpg-loss-function": "DDPGLossFunction", "ddpg-loss": "DDPGLossFunction",
     "euclidean-distance-loss": "EuclideanDistanceLoss", "categorical-cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "cross-entropy-loss": "CategoricalCrossEntropyLoss",
     "container-loss": "ContainerLossFunction", "container-loss-function": "ContainerLossFunction",

@@ -11,13 +11,12 @@ from rlgraph.agents.ddpg import specs as ddpg_specs
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.ddpg.core import UPDATE_APIS, DDPGCore
 from rlgraph.agents.ddpg.networks import DeterministicActor, QCritic
-from rlgraph.agents.records import record_space, to_record
+from rlgraph.agents.records import record_space, to_weighted_record
+from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.component import Component
 from rlgraph.components.explorations.exploration import Exploration
-from rlgraph.components.memories.memory_size import check_memory_size
-from rlgraph.components.memories.replay_memory import ReplayMemory
-from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.spaces import FloatBox
 from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.utils.checkpoint_dir import read_json, write_json
 from rlgraph.utils.nest import map_structure
@@ -39,8 +38,12 @@ class DDPGAgent(Agent):
     A deterministic actor mu(s) (tanh-scaled onto the action bounds) and a critic Q(s, a), each
     with a target copy that follows it softly (tau) after each of its updates. Acting adds noise
     (Ornstein-Uhlenbeck by default, reset by `reset()` at every episode start; or Gaussian) and
-    clips to the bounds. An update is one executor call: sample the in-graph replay memory, step
-    the critic, step the actor, sync the targets (`DDPGCore`'s docstring writes it out). The
+    clips to the bounds. An update is one executor call: sample the replay memory, step the
+    critic, step the actor, sync the targets (`DDPGCore`'s docstring writes it out). The memory
+    is reached through `self.replay` (a `ReplayAccess`, rlgraph/agents/replay_access.py, as for
+    DQN and SAC): in the graph ("replay-memory", "prioritized-replay") or the numpy
+    "mem-prioritized-replay" next to it; a prioritized memory's importance weights weigh the
+    critic's TD loss per item and the sampled records get |td| as their new priorities. The
     arguments with the names of vinci's `DDPGAgent` mean what they mean there, except where said
     (the defaults differ: they follow the DDPG paper and TD3/Stable-Baselines3 here).
 
@@ -52,7 +55,10 @@ class DDPGAgent(Agent):
 
     Args:
         critic_network_spec: The critic's hidden layers (default: `network_spec`, the actor's).
-        memory_spec: A "replay-memory" spec (default capacity 100000).
+        memory_spec: The replay memory (default {"type": "replay-memory", "capacity": 100000});
+            "prioritized-replay" and "mem-prioritized-replay" take "alpha", "beta", "epsilon".
+        n_step: n-step returns (folded in by the observe buffers; the critic's bootstrap is
+            discounted by gamma ** n).
         noise_spec: The exploration noise, e.g. {"type": "gaussian", "stddev": 0.1} (default
             {"type": "ornstein-uhlenbeck", "theta": 0.15, "sigma": 0.2}); or give it as
             `exploration_spec` {"noise_spec": ...} or vinci's `random_process` (one of the three).
@@ -112,14 +118,11 @@ class DDPGAgent(Agent):
                  warmup_critic_steps: int = 0, invert_gradients: bool = False,
                  gradient_inverter_min: Optional[float] = None, gradient_inverter_max: Optional[float] = None,
                  squash_actions: bool = True, random_steps: int = 0, batch_size: Optional[int] = None,
-                 train_interval: Optional[int] = None, memory_interval: int = 1, **kwargs):
+                 train_interval: Optional[int] = None, memory_interval: int = 1, n_step: int = 1, **kwargs):
         owner = type(self).__name__
         self.critic_network_spec = critic_network_spec
-        if memory_spec is not None and not isinstance(memory_spec, dict):
-            raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
-                                   expected='e.g. {"type": "replay-memory", "capacity": 100000}',
-                                   received=repr(memory_spec)[:80])
-        self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 100000})
+        self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 100000}, owner)
+        self.n_step = check_number(n_step, "n_step", owner, low=1, integer=True)
         exploration = ddpg_specs.exploration_spec(kwargs.pop("exploration_spec", None), noise_spec, random_process,
                                                   owner)
         self.actor_optimizer_spec = ddpg_specs.optimizer_spec(
@@ -153,6 +156,9 @@ class DDPGAgent(Agent):
         self.actor_head_spec = ddpg_specs.actor_head_spec(kwargs.get("action_adapter_spec"), owner)
         super().__init__(optimizer_spec=self.actor_optimizer_spec, exploration_spec=exploration, **kwargs)
 
+    def _n_step(self) -> int:
+        return self.n_step
+
     # --- Construction ---------------------------------------------------------------------------
     def _create_root(self) -> None:
         owner = type(self).__name__
@@ -160,11 +166,8 @@ class DDPGAgent(Agent):
         if self.network_spec is None:
             raise RLGraphSpecError("no network_spec (the actor's hidden layers)", where=f"{owner}(network_spec)",
                                    hint='give e.g. [{"type": "dense", "units": 64, "activation": "relu"}].')
-        memory = Component.from_spec(self.memory_spec)
-        if not isinstance(memory, ReplayMemory) or type(memory).get_records is not ReplayMemory.get_records:
-            raise RLGraphSpecError("DDPG samples a uniform in-graph replay memory", where=f"{owner}(memory_spec)",
-                                   expected='{"type": "replay-memory", "capacity": ...}',
-                                   received=type(memory).__name__)
+        memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, owner,
+                                          "DDPG")
         actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor",
                                    **self.actor_head_spec)
         critic = QCritic(self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
@@ -177,7 +180,7 @@ class DDPGAgent(Agent):
             actor=actor, critic=critic, preprocessing_spec=self.preprocessing_spec, exploration=exploration,
             memory=memory, actor_optimizer=Component.from_spec(self.actor_optimizer_spec),
             critic_optimizer=Component.from_spec(self.critic_optimizer_spec), discount=self.discount,
-            actor_tau=self.actor_tau, critic_tau=self.critic_tau, critic_regularization=self.critic_regularization,
+            n_step=self.n_step, actor_tau=self.actor_tau, critic_tau=self.critic_tau, critic_regularization=self.critic_regularization,
             huber_delta=self.critic_gradient_clip, inverter_bounds=inverter, action_low=action.low,
             action_high=action.high, scope=self.name)
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
@@ -191,8 +194,8 @@ class DDPGAgent(Agent):
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
             actions=self.action_space.with_batch_rank(),
             records=record_space(self.preprocessed_state_space, self.action_space),
-            batch_size=IntBox(1, 2 ** 31 - 1, dtype="int64"), time_percentage=float, use_exploration=bool)
-        check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]), memory.global_scope)
+            importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
 
     def _check_action_space(self) -> FloatBox:
         space, where = self.action_space, f"{type(self).__name__}(action_space)"
@@ -283,11 +286,11 @@ class DDPGAgent(Agent):
             if len(rows) == 0:
                 return
             records = map_structure(lambda x: np.asarray(x)[rows], records)
-        self._executor().execute(("insert_records", [records]))
+        self.replay.insert(records)
 
     def memory_size(self) -> int:
         """The number of transitions in the memory."""
-        return int(self._executor().execute("get_memory_size"))
+        return self.replay.size()
 
     def ready_to_update(self) -> bool:
         """Whether an update can step something: the memory holds update_spec.batch_size
@@ -295,7 +298,7 @@ class DDPGAgent(Agent):
         if self.timesteps < min(self.warmup_actor_steps, self.warmup_critic_steps):
             return False
         if not self._memory_ready:
-            needed = min(self.update_spec["batch_size"], self.root_component.memory.capacity)
+            needed = min(self.update_spec["batch_size"], memory_capacity(self.root_component.memory, self.replay))
             self._memory_ready = self.memory_size() >= needed
         return self._memory_ready
 
@@ -305,8 +308,9 @@ class DDPGAgent(Agent):
         Before both warm-ups the losses are computed without any step.
 
         Args:
-            batch: None (sample update_spec.batch_size transitions from the memory) or a record
-                with "states" (preprocessed), "actions", "rewards", "terminals", "next_states".
+            batch: None (sample update_spec.batch_size transitions from the memory; a prioritized
+                one gets new priorities) or a record with "states" (preprocessed), "actions",
+                "rewards", "terminals", "next_states" and optionally "importance_weights".
             time_percentage: Overrides `time_percentage()` (learning-rate schedules).
 
         Returns:
@@ -321,11 +325,16 @@ class DDPGAgent(Agent):
         tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
         steps = (self.timesteps >= self.warmup_critic_steps, self.timesteps >= self.warmup_actor_steps)
         from_memory, external = UPDATE_APIS[steps]
-        if batch is None:
-            inputs = (from_memory, [np.int64(self.update_spec["batch_size"]), tp])
+        if batch is not None:
+            records, weights = to_weighted_record(batch, f"{self.name}.update(batch)", self._data_checks)
+            critic_loss, actor_loss, _ = self._executor().execute((external, [records, weights, tp]))
+        elif self.replay.in_graph:
+            critic_loss, actor_loss, _ = self._executor().execute(
+                (from_memory, [np.int64(self.update_spec["batch_size"]), tp]))
         else:
-            inputs = (external, [to_record(batch, f"{self.name}.update(batch)", checks=self._data_checks), tp])
-        critic_loss, actor_loss, _ = self._executor().execute(inputs)
+            records, indices, weights = self.replay.sample(self.update_spec["batch_size"])
+            critic_loss, actor_loss, td = self._executor().execute((external, [records, weights, tp]))
+            self.replay.update_priorities(indices, td)
         if any(steps):
             self.num_updates += 1
             self.last_sync_timestep = self.timesteps
@@ -335,14 +344,17 @@ class DDPGAgent(Agent):
         return losses
 
     def get_losses(self, batch: dict) -> DDPGLosses:
-        """The critic and actor losses of a record (as for `update`), without any update."""
-        record = to_record(batch, f"{self.name}.get_losses(batch)", checks=self._data_checks)
-        critic_loss, actor_loss, _ = self._executor().execute(("get_losses", [record, np.float32(0.0)]))
+        """The critic and actor losses of a record (as for `update`, "importance_weights" optional),
+        without any update."""
+        record, weights = to_weighted_record(batch, f"{self.name}.get_losses(batch)", self._data_checks)
+        critic_loss, actor_loss, _ = self._executor().execute(("get_losses", [record, weights, np.float32(0.0)]))
         return DDPGLosses(float(critic_loss), float(actor_loss))
 
     # --- Checkpoints ----------------------------------------------------------------------------
     def _save_files(self, directory: str, save_replay: bool = True) -> None:
         write_json(os.path.join(directory, STATE_FILE), {"memory_counter": int(self.memory_counter)})
+        if save_replay:
+            self.replay.save_files(directory)
 
     def _check_files(self, directory: str) -> Any:
         where = f"{type(self).__name__}.load_model"
@@ -352,8 +364,9 @@ class DDPGAgent(Agent):
             raise RLGraphCheckpointError(f"'{STATE_FILE}' is damaged", where=where,
                                          expected='{"memory_counter": an integer >= 0}',
                                          received=json.dumps(state)[:100])
-        return counter
+        return counter, self.replay.check_files(directory)
 
     def _load_files(self, checked: Any) -> None:
-        self.memory_counter = checked
+        self.memory_counter, replay_checked = checked
+        self.replay.load_files(replay_checked)
         self._memory_ready = False  # The restored memory may hold fewer records.

@@ -9,11 +9,8 @@ import numpy as np
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn.core import DQNCore, action_leaf_keys
 from rlgraph.agents.records import record_space, to_weighted_record
-from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
-from rlgraph.agents.specs import check_number
+from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
 from rlgraph.components.component import Component
-from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
-from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.nest import leaves, map_structure
@@ -60,22 +57,14 @@ class DQNAgent(Agent):
             raise RLGraphSpecError("n_step must be an integer >= 1", where="DQNAgent(n_step)", received=repr(n_step))
         self.n_step = n_step
         owner = type(self).__name__
-        if memory_spec is not None and not isinstance(memory_spec, dict):
-            raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
-                                   expected='e.g. {"type": "replay-memory", "capacity": 10000}',
-                                   received=repr(memory_spec))
-        self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 1000})
-        if "capacity" in self.memory_spec:  # (The memory itself refuses a capacity its records cannot fit in RAM.)
-            self.memory_spec["capacity"] = check_number(self.memory_spec["capacity"], "memory_spec.capacity", owner,
-                                                        low=1, integer=True)
+        self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 1000}, owner)
         self.store_last_memory_batch = store_last_memory_batch
         self.store_last_q_table = store_last_q_table
         self.last_memory_batch = None
         self.last_q_table = None
         self._memory_ready = False  # Set once the memory holds a batch (it never shrinks while training).
         super().__init__(**kwargs)
-        memory = self.root_component.memory if self.root_component.memory is not None else self.replay.memory
-        capacity = memory.capacity
+        capacity = memory_capacity(self.root_component.memory, self.replay)
         if self.update_spec["batch_size"] > capacity:
             # Sampling is with replacement, so this runs; but every batch then repeats records.
             logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
@@ -92,20 +81,12 @@ class DQNAgent(Agent):
                 raise RLGraphSpecError("DQN needs discrete actions", where=f"{self.name}(action_space{key})",
                                        expected="IntBox leaves", received=str(leaf))
         policy = self._make_policy()
-        memory_spec = dict(self.memory_spec)
-        memory_type = str(memory_spec.get("type", "replay-memory")).replace("_", "-").lower()
-        if memory_type in ("mem-prioritized-replay", "mem-prioritized"):
-            memory_spec.pop("type")
-            memory_spec.setdefault("seed", self.execution_spec["seed"])
-            self.replay: ReplayAccess = PythonReplay(MemPrioritizedReplay(**memory_spec), self._executor)
-            memory = None
-        else:
-            if self.store_last_memory_batch:
-                raise RLGraphSpecError("store_last_memory_batch needs a python-side memory",
-                                       where=f"{self.name}(store_last_memory_batch)", received=memory_type,
-                                       hint='use memory_spec type "mem-prioritized-replay".')
-            memory = Component.from_spec(memory_spec)
-            self.replay = GraphReplay(self._executor)
+        memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, self.name,
+                                          "DQN")
+        if memory is not None and self.store_last_memory_batch:
+            raise RLGraphSpecError("store_last_memory_batch needs a python-side memory",
+                                   where=f"{self.name}(store_last_memory_batch)", received=self.memory_spec.get("type"),
+                                   hint='use memory_spec type "mem-prioritized-replay".')
         optimizer = Component.from_spec(self.optimizer_spec)
         self.root_component = self._make_core(
             policy=policy, preprocessing_spec=self.preprocessing_spec, exploration_spec=self.exploration_spec,
@@ -120,14 +101,9 @@ class DQNAgent(Agent):
             preprocessed_states=self.preprocessed_state_space.with_batch_rank(),
             records=record_space(self.preprocessed_state_space, self.action_space),
             importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
-        if memory is not None:
-            # Already here (not only at build, where the memory checks it too): a memory too large
-            # for the RAM fails at construction, also with auto_build=False.
-            check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]),
-                              memory.global_scope)
-            self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
-        if memory is not None and self.root_component.prioritized:
-            self.input_spaces.update(indices=IntBox(memory.capacity, **batch), priorities=FloatBox(**batch))
+        # (The memory's size is checked here, not only at build: a memory too large for the RAM
+        # fails at construction, also with auto_build=False.)
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
 
     def _make_core(self, **core_args) -> DQNCore:
         """The root component from `DQNCore`'s arguments (a subclass may add its own, e.g. DQfD)."""
@@ -201,8 +177,7 @@ class DQNAgent(Agent):
         larger than the memory): sampling from a memory with fewer records would fail or repeat them.
         One executor call per check until it first holds enough."""
         if not self._memory_ready:
-            memory = self.root_component.memory if self.root_component.memory is not None else self.replay.memory
-            needed = min(self.update_spec["batch_size"], memory.capacity)
+            needed = min(self.update_spec["batch_size"], memory_capacity(self.root_component.memory, self.replay))
             self._memory_ready = self.replay.size() >= needed
         return self._memory_ready
 

@@ -9,18 +9,14 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.records import record_space, to_weighted_record
-from rlgraph.agents.replay_access import GraphReplay, PythonReplay, ReplayAccess
+from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
 from rlgraph.agents.sac.core import SACCore
 from rlgraph.agents.sac.networks import SACCritic, default_target_entropy, joint_action_count, sac_action_mode
 from rlgraph.agents.specs import check_bool, check_number, check_spec
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.sac_loss_function import SACLossFunction
-from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
-from rlgraph.components.memories.memory_size import check_memory_size
-from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
-from rlgraph.components.memories.replay_memory import ReplayMemory
 from rlgraph.components.policies.policy import Policy
-from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.spaces import FloatBox
 from rlgraph.utils.nest import first_row, flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -31,8 +27,6 @@ logger = logging.getLogger(__name__)
 SACLosses = namedtuple("SACLosses", ["loss", "actor_loss", "critic_loss", "alpha_loss", "alpha"])
 SYNC_SPEC_KEYS = {"sync_interval": None, "sync_tau": None}
 AUTO = "auto"
-# memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph.
-PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
 
 
 class SACAgent(Agent):
@@ -116,10 +110,7 @@ class SACAgent(Agent):
                            ("alpha_optimizer_spec", alpha_optimizer_spec)):
             if spec is not None and not isinstance(spec, dict):
                 raise RLGraphSpecError(f"{name} must be a dict", where=f"{owner}({name})", received=repr(spec))
-        self.memory_spec = dict(memory_spec or {"type": "replay-memory", "capacity": 10000})
-        if "capacity" in self.memory_spec:
-            self.memory_spec["capacity"] = check_number(self.memory_spec["capacity"], "memory_spec.capacity", owner,
-                                                        low=1, integer=True)
+        self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 10000}, owner)
         optimizer_spec = optimizer_spec or {"type": "adam", "learning_rate": 3e-4}
         self.value_function_spec = value_function_spec
         self.value_function_optimizer_spec = dict(value_function_optimizer_spec or optimizer_spec)
@@ -161,7 +152,7 @@ class SACAgent(Agent):
                                    expected='[{"type": "dense", "units": 256, "activation": "relu"}, ...]')
         num_actions = joint_action_count(self.action_space) if discrete else None
         critics = [SACCritic(spec, num_actions=num_actions, scope=f"critic-{i}") for i, spec in enumerate(layers)]
-        memory = self._make_memory(owner)
+        memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, owner, "SAC")
         learn_alpha = self.target_entropy is not None
         self.root_component = SACCore(
             policy=self._make_policy(), critics=critics, preprocessing_spec=self.preprocessing_spec, memory=memory,
@@ -180,37 +171,10 @@ class SACAgent(Agent):
             importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
         if not discrete:
             self.input_spaces["actions"] = self.action_space.with_batch_rank()
-        if memory is not None:
-            self.input_spaces["batch_size"] = IntBox(1, 2 ** 31 - 1, dtype="int64")
-            check_memory_size(memory.capacity, memory.storage_bytes(self.input_spaces["records"]),
-                              memory.global_scope)
-        if isinstance(memory, PrioritizedReplay):
-            self.input_spaces.update(indices=IntBox(memory.capacity, add_batch_rank=True),
-                                     priorities=FloatBox(add_batch_rank=True))
-
-    def _make_memory(self, owner: str) -> Optional[Component]:
-        """The in-graph memory, or None with a numpy memory (`self.replay` set either way)."""
-        spec = dict(self.memory_spec)
-        memory_type = str(spec.get("type", "replay-memory")).replace("_", "-").lower()
-        if memory_type in PYTHON_MEMORY_TYPES:
-            spec.pop("type")
-            spec = check_spec(spec, dict.fromkeys(("capacity", "alpha", "beta", "epsilon", "seed")), "memory_spec",
-                              owner)
-            spec = {k: v for k, v in spec.items() if v is not None}
-            spec.setdefault("seed", self.execution_spec["seed"])
-            self.replay: ReplayAccess = PythonReplay(MemPrioritizedReplay(**spec), self._executor)
-            return None
-        memory = Component.from_spec(spec)
-        if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
-            raise RLGraphSpecError("SAC learns from a replay memory", where=f"{owner}(memory_spec)",
-                                   expected='type "replay-memory", "prioritized-replay" or "mem-prioritized-replay"',
-                                   received=repr(self.memory_spec.get("type")))
-        self.replay = GraphReplay(self._executor)
-        return memory
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
 
     def _memory_capacity(self) -> int:
-        memory = self.root_component.memory
-        return (memory if memory is not None else self.replay.memory).capacity
+        return memory_capacity(self.root_component.memory, self.replay)
 
     def _make_policy(self) -> Policy:
         spec = dict(self.policy_spec)
