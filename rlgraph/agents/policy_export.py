@@ -37,8 +37,10 @@ import secrets
 import shutil
 from typing import Any, Dict, Tuple
 
-from rlgraph.agents.policy_export_checks import VERIFY_STATES, compare_actions, load_and_run, sample_states, verify_export
-from rlgraph.agents.policy_export_format import METADATA_NAME, METADATA_VERSION, input_names, policy_metadata, read_metadata
+from rlgraph.agents.policy_export_checks import (VERIFY_STATES, compare_actions, load_and_run, sample_states,
+                                                 verify_export)
+from rlgraph.agents.policy_export_format import (METADATA_NAME, METADATA_VERSION, input_names, policy_metadata,
+                                                 read_metadata)
 from rlgraph.agents.policy_export_writers import WRITERS, Select, policy_variable_scopes
 from rlgraph.backend_system import is_backend_installed
 from rlgraph.utils.rlgraph_errors import RLGraphBackendUnavailableError, RLGraphExportError

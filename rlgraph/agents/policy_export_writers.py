@@ -94,7 +94,8 @@ def _torch_tracing():
 
 def _torch_examples(in_space: Space) -> List[Any]:
     import torch
-    return [torch.from_numpy(np.ascontiguousarray(v)) for v in flatten_op(sample_states(in_space, _TRACE_ROWS, 7)).values()]
+    examples = flatten_op(sample_states(in_space, _TRACE_ROWS, 7))
+    return [torch.from_numpy(np.ascontiguousarray(v)) for v in examples.values()]
 
 
 def _write_torchscript(agent: Any, api: str, select: Select, in_space: Space, path: str, metadata: dict,

@@ -1,4 +1,4 @@
-"""One run of the learning-quality study: one library trained on one seed, its greedy policy evaluated (in a child process)."""
+"""One run of the learning-quality study (a child process): one library on one seed, trained and evaluated."""
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,4 @@
-"""A training run's config: the file and its `--set` overrides, the `training_spec` checks, and the agent and environment it makes.
+"""A training run's config: the file, its `--set` overrides, the `training_spec` checks, the agent and env it makes.
 
 A config holds the agent spec plus the run sections "environment_spec" and "training_spec"
 (see `TRAINING_SPEC_DEFAULTS`); `resolve_config` gives the full, checked config that `train`

@@ -1,4 +1,4 @@
-"""`ExecutorSaving`: `store_model`, `load_model` and `export_graph` of every executor (a base class of `GraphExecutor`)."""
+"""`ExecutorSaving`: `store_model`, `load_model` and `export_graph` of every executor (a base of `GraphExecutor`)."""
 from __future__ import annotations
 
 import os

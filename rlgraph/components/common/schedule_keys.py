@@ -1,4 +1,4 @@
-"""The spec keys and values of schedules: number checks, the "from"/"to" aliases and the original RLgraph's step keys."""
+"""The spec keys and values of schedules: number checks, "from"/"to" aliases, the original RLgraph's step keys."""
 from __future__ import annotations
 
 import numbers

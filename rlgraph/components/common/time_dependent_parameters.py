@@ -152,7 +152,8 @@ class TimeDependentParameter(Component):
         if isinstance(spec, (list, tuple)):
             if len(spec) == 2 and all(is_number(v) for v in spec):
                 # The original RLgraph's bare form [from, to]: a linear decay.
-                return super().from_spec(LinearDecay, **{"from_": spec[0], "to_": spec[1], **rename_key_aliases(kwargs)})
+                return super().from_spec(LinearDecay,
+                                         **{"from_": spec[0], "to_": spec[1], **rename_key_aliases(kwargs)})
             if not spec or not isinstance(spec[0], str):
                 raise RLGraphSpecError("a list spec must start with a type name", where=f"{cls.__name__}.from_spec",
                                        expected='e.g. ["linear", 1.0, 0.05] (or [from, to]: linear)',

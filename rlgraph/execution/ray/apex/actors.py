@@ -1,4 +1,4 @@
-"""`ApexActors`: the Ape-X executor's sample workers and replay shards: creating them, sending weights, restarting them."""
+"""`ApexActors`: the Ape-X executor's sample workers and replay shards (making them, sending weights, restarts)."""
 from __future__ import annotations
 
 import logging
