@@ -1,5 +1,4 @@
-"""`AgentObserving`: `observe`, the observe buffers and `import_observations` of every agent (a base
-class of `Agent`)."""
+"""`AgentObserving`: `observe`, its per-environment buffers and `import_observations` (a base of `Agent`)."""
 from __future__ import annotations
 
 import functools

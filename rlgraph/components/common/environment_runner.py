@@ -1,4 +1,4 @@
-"""The python side of `EnvironmentStepper`: where its environments come from (a spec or a factory) and stepping one with numpy."""
+"""The python side of `EnvironmentStepper`: making its environments (from a spec or a factory) and stepping one."""
 from __future__ import annotations
 
 import copy
