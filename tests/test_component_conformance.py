@@ -8,6 +8,7 @@ CASES fails `test_every_registered_class_has_a_case`.
 import numpy as np
 import pytest
 
+import rlgraph.environments  # noqa: F401 - registers the maker of environment specs (EnvironmentStepper's case)
 from rlgraph.components import Component
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox, TextBox, Tuple
 from rlgraph.tests import ComponentTest, recursive_assert_almost_equal
@@ -190,7 +191,8 @@ CASES["ActorComponent"] = ({"preprocessor_spec": [{"type": "clip", "min": -1.0, 
                                                  "noise_spec": {"type": "gaussian", "stddev": 0.1}}},
                            {"states": BATCH, "time_percentage": TIME, "use_exploration": bool},
                            "get_preprocessed_state_and_action", ["states", "time_percentage"], False)
-# The stepper takes no inputs: it steps a small grid world (tests/test_environment_stepper.py).
+# The stepper takes no inputs: it steps a small grid world (tests/test_environment_stepper.py). Its spec is
+# resolved by the maker that rlgraph.environments registers (imported at the top of this file).
 CASES["EnvironmentStepper"] = ({"environment_spec": {"type": "grid-world", "world": "2x2"}, "num_steps": 3,
                                 "actor_component_spec": {
                                     "preprocessor_spec": [{"type": "reshape", "flatten": True, "flatten_categories": 4}],

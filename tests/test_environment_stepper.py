@@ -1,5 +1,9 @@
 """EnvironmentStepper: trajectories against a hand loop over the same environment, on both backends."""
 import copy
+import functools
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -184,3 +188,102 @@ def test_from_spec_and_errors():
     lstm = dict(_grid_actor(), policy_spec={"network_spec": [{"type": "lstm", "units": 2}], "action_space": IntBox(4)})
     with pytest.raises(RLGraphSpecError, match="recurrent"):
         EnvironmentStepper(GRID, lstm)
+
+
+# --- The environment as a factory (`environment=`): no spec lookup ------------------------------------------------
+
+class _CountingFactory:
+    """A zero-argument factory of 2x2 grid worlds that keeps every environment it made."""
+
+    def __init__(self):
+        self.made = []
+
+    def __call__(self):
+        self.made.append(GridWorld("2x2"))
+        return self.made[-1]
+
+
+def test_a_factory_gives_the_hand_computed_trajectories(backend):
+    factory = _CountingFactory()
+    stepper = EnvironmentStepper(environment=factory, actor_component_spec=_grid_actor(), num_steps=5,
+                                 add_action_probs=True)
+    test = ComponentTest(stepper, backend=backend)
+    first, second = test.test("step"), test.test("step")
+    # The same numbers as from the spec (test_greedy_grid_world_trajectories_match_the_hand_loop).
+    np.testing.assert_array_equal(first["states"], [0, 2, 0, 2, 0, 2])
+    np.testing.assert_array_equal(first["actions"], [2, 1, 2, 1, 2])
+    np.testing.assert_array_equal(first["rewards"], [0.0, 1.0, 0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(second["states"], [2, 0, 2, 0, 2, 0])
+    np.testing.assert_array_equal(second["episode_returns"], [1.0, 0.0, 1.0, 0.0, 1.0])
+    recursive_assert_almost_equal(first["action_probs"], rnp.softmax(LOGITS[first["states"][:-1]]), decimals=6)
+    _replay(GRID, [first, second])
+    # Every environment it made is a new one; a closed one is replaced by a new call of the factory.
+    made = len(factory.made)
+    assert len({id(env) for env in factory.made}) == made
+    stepper.terminate()
+    np.testing.assert_array_equal(test.test("step")["states"], [0, 2, 0, 2, 0, 2])
+    assert len(factory.made) == made + 1
+    clone = ComponentTest(stepper.copy(scope="clone"), backend=backend)
+    np.testing.assert_array_equal(clone.test("step")["actions"], [2, 1, 2, 1, 2])
+    assert len(factory.made) > made + 1  # The copy made its own environment.
+
+
+def test_a_seeded_factory_and_the_spec_give_the_same_trajectories(backend):
+    spec = {"type": "openai-gym", "gym_env": "CartPole-v1", "seed": 3}
+    from_spec = ComponentTest(EnvironmentStepper(spec, _cartpole_actor(), num_steps=10), backend=backend, seed=5)
+    stepper = EnvironmentStepper(environment=functools.partial(Environment.from_spec, spec),
+                                 actor_component_spec=_cartpole_actor(), num_steps=10)
+    from_factory = ComponentTest(stepper, backend=backend, seed=5)
+    assert stepper.state_space.shape == (4,) and stepper.action_space.num_categories == 2  # From a probe.
+    outs = [from_factory.test("step") for _ in range(3)]
+    for out in outs:
+        recursive_assert_almost_equal(out, from_spec.test("step"))
+    _replay(spec, outs)
+
+
+def test_environment_argument_errors():
+    with pytest.raises(RLGraphSpecError, match="environment_spec and environment both given"):
+        EnvironmentStepper(GRID, _grid_actor(), environment=_CountingFactory())
+    with pytest.raises(RLGraphSpecError, match="no environment given"):
+        EnvironmentStepper(actor_component_spec=_grid_actor())
+    with pytest.raises(RLGraphSpecError, match="zero-argument factory, not an Environment object"):
+        EnvironmentStepper(environment=GridWorld("2x2"), actor_component_spec=_grid_actor())
+    with pytest.raises(RLGraphSpecError, match="the environment factory made no environment"):
+        EnvironmentStepper(environment=lambda: GRID, actor_component_spec=_grid_actor())
+    with pytest.raises(RLGraphSpecError, match="actor_component_spec is missing"):
+        EnvironmentStepper(environment=_CountingFactory())
+
+
+def test_specs_need_rlgraph_environments_and_factories_do_not():
+    # In a fresh interpreter that never imports rlgraph.environments: a spec cannot be resolved (the error says
+    # what to do), a factory works; the stepper's modules do not import the environments package.
+    code = textwrap.dedent("""
+        import sys
+        from rlgraph.components.common.environment_stepper import EnvironmentStepper
+        from rlgraph.spaces import IntBox
+        from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+        actor = {"preprocessor_spec": [{"type": "reshape", "flatten": True, "flatten_categories": 4}],
+                 "policy_spec": {"network_spec": [{"type": "dense", "units": 4}], "action_space": IntBox(4)}}
+        try:
+            EnvironmentStepper({"type": "grid-world", "world": "2x2"}, actor)
+        except RLGraphSpecError as error:
+            print(error)
+
+        class Corridor:
+            # Two states; any action moves right and ends the episode with reward 1.
+            def reset(self):
+                return 0
+            def step(self, action):
+                return 1, 1.0, True, {}
+            def terminate(self):
+                pass
+
+        stepper = EnvironmentStepper(environment=Corridor, actor_component_spec=actor, num_steps=3,
+                                     state_space=IntBox(2), action_space=IntBox(4))
+        print(stepper.num_steps, "rlgraph.environments" in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert "not imported" in lines[0] and "import rlgraph.environments" in lines[0]
+    assert lines[-1] == "3 False"

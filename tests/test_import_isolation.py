@@ -50,3 +50,19 @@ def test_import_is_fast():
             "print(time.perf_counter() - t)")
     # Generous bound for a loaded 2-core machine; a backend import alone takes seconds.
     assert float(_run(code)) < 1.5
+
+
+def test_components_never_import_environments():
+    # DESIGN's layer table: components sit below environments. The EnvironmentStepper gets its environments from a
+    # factory or from the maker rlgraph.environments registers (rlgraph/utils/environment_maker.py), never by import.
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "rlgraph" / "components"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(root.parent)}:{node.lineno}" for name in names
+                      if name == "rlgraph.environments" or name.startswith("rlgraph.environments.")]
+    assert found == []

@@ -17,7 +17,7 @@ from rlgraph.environments import Environment, GridWorld
 from rlgraph.execution.training import apply_overrides, make_agent_and_env, resolve_config
 from rlgraph.graphs.graph_executor import GraphExecutor
 from rlgraph.spaces import FloatBox, IntBox, Space
-from rlgraph.utils import specifiable
+from rlgraph.utils import spec_files, specifiable
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.specifiable import load_json_text, load_spec_file, load_yaml_text
 
@@ -279,7 +279,7 @@ def test_space_from_spec_none_is_refused():
 
 
 def test_size_limit_is_the_module_constant(tmp_path, monkeypatch):
-    monkeypatch.setattr(specifiable, "MAX_SPEC_FILE_BYTES", 64)
+    monkeypatch.setattr(spec_files, "MAX_SPEC_FILE_BYTES", 64)  # (Where spec files are read.)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"type": "dqn", "pad": "x" * 100}))
     assert os.path.getsize(config) > 64

@@ -2,26 +2,24 @@
 from __future__ import annotations
 
 import abc
-import functools
 import logging
 import os
-from typing import Any, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from rlgraph.agents.agent_acting import AgentActing
 from rlgraph.agents.agent_checkpoints import AgentCheckpoints
-from rlgraph.agents.data_checks import DataChecks
-from rlgraph.agents.observe_buffers import ObserveBuffers, Transition, stack_transitions
+from rlgraph.agents.agent_observing import AgentObserving
+from rlgraph.agents.observe_buffers import ObserveBuffers
 from rlgraph.agents.original_keys import translate_original_keys, warn_original_keys
-from rlgraph.agents.records import to_record
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
                                   NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_choice,
                                   check_execution_spec, check_number, check_observe_spec, check_saver_spec,
                                   check_spec, check_summary_spec, check_update_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
-from rlgraph.spaces import Dict as DictSpace, Space
-from rlgraph.utils.nest import add_batch_rank, batch_row, first_row, flatten_op
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.spaces import Space
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable, load_spec_file
 
 logger = logging.getLogger(__name__)
@@ -31,7 +29,7 @@ logger = logging.getLogger(__name__)
 RUN_SECTIONS = ("environment_spec", "training_spec")
 
 
-class Agent(AgentCheckpoints, Specifiable, metaclass=abc.ABCMeta):
+class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclass=abc.ABCMeta):
     """The base of all agents: parses the specs, builds the root component, serves the API.
 
     Subclasses create their root component in `_create_root()` and implement `update` and
@@ -255,190 +253,8 @@ class Agent(AgentCheckpoints, Specifiable, metaclass=abc.ABCMeta):
             scalars.update(loss_scalars(self.last_losses, self.loss_scalar_tags))
         return scalars
 
-    # --- Acting ---------------------------------------------------------------------------------
-    def _is_single(self, states: Any, space: Space, api: str = "observe(preprocessed_states)") -> bool:
-        """Whether `states` is one item of `space` (not a batch).
-
-        Raises:
-            RLGraphSpaceError: If `states` cannot be data of `space` (a dict for a space that is
-                no Dict, an empty structure, ragged lists); `api` names the method and argument.
-        """
-        rank = self._leaf_ranks.get(id(space))
-        if rank is None:
-            rank = self._leaf_ranks[id(space)] = len(next(iter(space.flatten().values())).shape)
-        # Only the structure and the rank are looked at here; the executor checks shapes and dtypes.
-        try:
-            if isinstance(states, (dict, tuple)):
-                if isinstance(states, dict) and not isinstance(space, DictSpace):
-                    raise TypeError("a dict")
-                first = next(iter(flatten_op(states).values()))
-            else:
-                first = states
-            return np.ndim(first) == rank
-        except (TypeError, ValueError, StopIteration, RLGraphError) as error:
-            raise RLGraphSpaceError(space, "the states do not fit the state space", where=f"{self.name}.{api}",
-                                    expected=f"one state or a batch of states of {space}",
-                                    received=_describe(states) + (" (ragged)" if isinstance(error, ValueError) else ""),
-                                    hint="pass a numpy array (a dict of them for a Dict space).") from error
-
-    def _batch(self, states: Any, space: Space, api: str = "observe(preprocessed_states)") -> Tuple[Any, bool]:
-        """(states with a batch rank, whether a single state was given)."""
-        single = self._is_single(states, space, api)
-        return (add_batch_rank(states) if single else states), single
-
-    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
-                   apply_preprocessing: bool = True, extra_returns: Any = None,
-                   time_percentage: Optional[float] = None) -> Any:
-        """Actions for one state or a batch of states.
-
-        Args:
-            states: One state (shaped like `state_space`) or a batch of them.
-            internals: Internal (RNN) states; agents without them ignore it.
-            use_exploration: False: no exploration noise or epsilon (greedy actions).
-            apply_preprocessing: False if `states` are already preprocessed.
-            extra_returns: "preprocessed_states" (or a set of names) to also return those.
-            time_percentage: Overrides `time_percentage()` for the schedules.
-
-        Returns:
-            The action(s) (no batch rank for a single state); with extra_returns a tuple
-            (actions, preprocessed_states).
-        """
-        extras = self._check_extra_returns(extra_returns)
-        space = self.state_space if apply_preprocessing else self.preprocessed_state_space
-        batch, single = self._batch(states, space, "get_action(states)")
-        if not use_exploration and self.greedy_apis is not None:
-            api, inputs = self.greedy_apis[bool(apply_preprocessing)], [batch]
-        else:
-            tp = self.time_percentage() if time_percentage is None else _as_float(time_percentage, self.name)
-            api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
-            inputs = [batch, np.float32(tp), bool(use_exploration)]
-        try:
-            if not extras:
-                actions = self._executor().execute((api, inputs, 1))
-                return first_row(actions) if single else actions
-            preprocessed, actions = self._executor().execute((api, inputs))
-        except RLGraphSpaceError as error:  # States of a wrong shape or dtype (checked by the executor).
-            raise RLGraphSpaceError(error.space, f"{error.message} (in {error.where})",
-                                    where=f"{self.name}.get_action(states)", expected=error.expected,
-                                    received=error.received, hint=error.hint) from error
-        if single:
-            actions, preprocessed = first_row(actions), first_row(preprocessed)
-        return actions, preprocessed
-
-    def _check_extra_returns(self, extra_returns: Any) -> List[str]:
-        if extra_returns is None:
-            return []
-        try:
-            names = [extra_returns] if isinstance(extra_returns, str) else sorted(extra_returns)
-        except TypeError:  # Not a string or a collection of strings.
-            names = [extra_returns]
-        unknown = [n for n in names if not (isinstance(n, str) and n == "preprocessed_states")]
-        if unknown:
-            raise RLGraphSpecError(f"unknown extra_returns {unknown}", where=f"{self.name}.get_action",
-                                   expected=["preprocessed_states"], received=names)
-        return names
-
-    def preprocess_states(self, states: Any) -> Any:
-        """The states after the agent's preprocessor (identity without one); single or batched."""
-        batch, single = self._batch(states, self.state_space, "preprocess_states(states)")
-        out = self._executor().execute(("get_preprocessed_states", [batch]))
-        return first_row(out) if single else out
-
-    # --- Observing ------------------------------------------------------------------------------
-    @functools.cached_property
-    def _data_checks(self) -> DataChecks:
-        """The checks of observed and imported data and of losses (made at first use, after
-        `_create_root` has set `preprocessed_state_space`)."""
-        return DataChecks(self.preprocessed_state_space, self.action_space, self.execution_spec["nan_check"],
-                          self.name)
-
-    def _check_loss(self, loss: Any, method: str) -> None:
-        """Stops (or warns, see `execution_spec.nan_check`) when update number `num_updates` gave a
-        NaN or inf loss; `method` names the agent method that ran it."""
-        self._data_checks.loss(loss, self.num_updates, method)
-
-    def observe(self, preprocessed_states: Any, actions: Any, internals: Any, rewards: Any, next_states: Any,
-                terminals: Any, env_id: Optional[Hashable] = None, truncated: Any = False) -> None:
-        """Observes one transition or a time-ordered batch of transitions of one environment.
-
-        Transitions wait in a buffer per `env_id` (see `observe_spec`) and go into the memory
-        when the episode ends or the buffer is full (n-step returns are folded in on the way).
-
-        Args:
-            preprocessed_states: s_t (preprocessed), single or batched.
-            actions: a_t.
-            internals: Internal states (unused by feed-forward agents; may be None or []).
-            rewards: r_t.
-            next_states: s_{t+1} (preprocessed).
-            terminals: Whether s_{t+1} is terminal (no bootstrapping from it).
-            env_id: The environment the transitions come from (vectorized workers pass one per env).
-            truncated: Whether the episode ended after the (last) transition without a terminal
-                state, e.g. a time limit; the buffer is flushed then.
-
-        Raises:
-            RLGraphSpaceError: If a value does not fit its space (shape, dtype kind, an action
-                outside the action space, rewards that are no numbers, terminals that are no
-                bools); the error names the argument. Nothing is stored then.
-            RLGraphNonFiniteError: For a NaN or inf in the states, next states or rewards (with
-                `execution_spec.nan_check` "raise"); nothing is stored then.
-        """
-        # Every value is checked (`rlgraph/agents/data_checks.py`) before a buffer or counter changes.
-        checks = self._data_checks
-        buffered = self.observe_spec["buffer_enabled"] or self.buffers.n_step > 1
-        if buffered and self._is_single(preprocessed_states, self.preprocessed_state_space):
-            # The worker's per-step call: one transition straight into its env's buffer.
-            transition = checks.transition(preprocessed_states, actions, rewards, terminals, next_states,
-                                           self.timesteps)
-            ready = self.buffers.add(env_id, [transition], episode_end=transition.terminal or bool(truncated))
-            self.timesteps += 1  # (After `add`, which refuses an unhashable env_id.)
-            if ready:
-                self._observe_graph(stack_transitions(ready))
-            return
-        states, single = self._batch(preprocessed_states, self.preprocessed_state_space)
-        if single:
-            actions, next_states = add_batch_rank(actions), add_batch_rank(next_states)
-        record = checks.batch({"states": states, "actions": actions, "rewards": rewards, "terminals": terminals,
-                               "next_states": next_states}, self.timesteps)
-        count = len(record["rewards"])
-        if not buffered:
-            self._observe_graph(record)
-            self.timesteps += count
-            return
-        self.timesteps += count
-        states, actions, next_states = record["states"], record["actions"], record["next_states"]
-        rewards, terminals = record["rewards"], record["terminals"]
-        # (Without buffering, n-step returns still need the next n - 1 rewards: buffers of size n.)
-        rows = [Transition(batch_row(states, i), batch_row(actions, i), float(rewards[i]), bool(terminals[i]),
-                           batch_row(next_states, i)) for i in range(count)]
-        # A batch may span several episodes: hand it over episode by episode.
-        start = 0
-        for i in range(count):
-            if terminals[i] or i == count - 1:
-                end_of_episode = bool(terminals[i]) or (i == count - 1 and bool(truncated))
-                ready = self.buffers.add(env_id, rows[start:i + 1], episode_end=end_of_episode)
-                if ready:
-                    self._observe_graph(stack_transitions(ready))
-                start = i + 1
-
-    @abc.abstractmethod
-    def _observe_graph(self, records: dict) -> None:
-        """Writes a record of (n-step) transitions into the agent's memory.
-
-        Args:
-            records: {"states" (preprocessed), "actions", "rewards" float32, "terminals" bool,
-                "next_states"}, each batched [B, ...] (see `rlgraph/agents/records.py`).
-        """
-
-    def reset_env_buffers(self, env_id: Optional[Hashable] = None) -> None:
-        """Drops the buffered transitions of `env_id` (None: of every env)."""
-        self.buffers.reset(env_id)
-
-    def flush_buffers(self) -> None:
-        """Writes every env's buffered (complete) transitions into the memory now."""
-        for env_id in list(self.buffers.buffers):
-            ready = self.buffers.flush(env_id)
-            if ready:
-                self._observe_graph(stack_transitions(ready))
+    # Acting (`get_action`, `preprocess_states`): `AgentActing` in agent_acting.py. Observing
+    # (`observe`, the buffers, `import_observations`): `AgentObserving` in agent_observing.py.
 
     # --- Updating -------------------------------------------------------------------------------
     def ready_to_update(self) -> bool:
@@ -451,23 +267,14 @@ class Agent(AgentCheckpoints, Specifiable, metaclass=abc.ABCMeta):
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
         """One update from the memory (batch None) or from an external batch; returns the loss(es)."""
 
-    def import_observations(self, observations: Any) -> None:
-        """Writes observations straight into the memory (e.g. demonstrations for pre-training).
+    @abc.abstractmethod
+    def _observe_graph(self, records: dict) -> None:
+        """Writes a record of (n-step) transitions into the agent's memory.
 
         Args:
-            observations: A record, a dict with "states", "actions", "rewards", "terminals" and
-                "next_states" (batched, states preprocessed), or a list of records.
-
-        Raises:
-            RLGraphError: If a record lacks a key or has another, `RLGraphSpaceError` if a value
-                does not fit its space, `RLGraphNonFiniteError` for a NaN or inf (as `observe`
-                checks them); then none is written.
+            records: {"states" (preprocessed), "actions", "rewards" float32, "terminals" bool,
+                "next_states"}, each batched [B, ...] (see `rlgraph/agents/records.py`).
         """
-        where = f"{self.name}.import_observations(observations)"
-        batches = observations if isinstance(observations, list) else [observations]
-        records = [to_record(obs, where, checks=self._data_checks) for obs in batches]  # All checked first.
-        for record in records:
-            self._observe_graph(record)
 
     # --- Misc API -------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -546,25 +353,6 @@ class Agent(AgentCheckpoints, Specifiable, metaclass=abc.ABCMeta):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r}, "
                 f"state_space={self.state_space}, action_space={self.action_space})")
-
-
-def _describe(value: Any) -> str:
-    """A short description of API input for error messages (type, and shape where it has one)."""
-    if isinstance(value, dict):
-        return f"a dict with keys {sorted(map(str, value))}"
-    if isinstance(value, (list, tuple)):
-        return f"a {type(value).__name__} of {len(value)}"
-    shape = getattr(value, "shape", None)
-    return f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else repr(value)[:80]
-
-
-def _as_float(value: Any, owner: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError) as error:
-        raise RLGraphSpecError("time_percentage must be a number", where=f"{owner}.get_action(time_percentage)",
-                               expected="a float in [0, 1]", received=repr(value)[:80]) from error
-
 
 def _second(outputs: Any) -> Any:
     """The actions of a greedy API method returning (preprocessed states, actions)."""

@@ -28,94 +28,35 @@ docs/performance.md ("Learning quality"). `--set key.path=value` changes every r
     rlgraph benchmark learning --algo dqn --seeds 1..20 --variants baseline torch-init adam-eps-1e-7
     rlgraph benchmark learning --merge runs-a.json runs-b.json --out all.json
     rlgraph benchmark learning --quick
+
+This module runs the study and reports it; the algorithms and variants are in
+`learning_variants.py`, one run (training and evaluation, in a child process) in `learning_runs.py`.
 """
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from rlgraph.benchmarks import rl_statistics as stats
 from rlgraph.benchmarks.common import format_table, make_parser, write_results
+from rlgraph.benchmarks.learning_runs import EVAL_SEED_BASE, greedy_returns, rlgraph_study_config, run_job
+from rlgraph.benchmarks.learning_variants import ALGOS, QUICK, SB3, VARIANTS, StudyAlgo
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
+# The study's names, wherever they live now (`rlgraph.benchmarks.learning.VARIANTS`, ...).
+__all__ = ["NAME", "SB3", "EVAL_SEED_BASE", "BOOTSTRAP_REPS", "StudyAlgo", "ALGOS", "QUICK", "VARIANTS",
+           "parse_seeds", "greedy_returns", "rlgraph_study_config", "run_job", "make_jobs", "run_jobs",
+           "group_name", "summarize", "report", "main"]
+
 NAME = "learning"
-SB3 = "sb3"
-EVAL_SEED_BASE = 10_000  # Evaluation env i of seed s is reset with EVAL_SEED_BASE + 1000 * s + i.
 BOOTSTRAP_REPS = 2000
-
-
-@dataclass(frozen=True)
-class StudyAlgo:
-    """What the study needs of one algorithm: its peer benchmark module and run settings."""
-    module: str            # The SB3 peer benchmark (HYPERPARAMETERS, rlgraph_config, make_sb3_model).
-    env_id: str
-    steps: int             # Env steps per run.
-    eval_interval: int     # Env steps between evaluations.
-    threshold: float       # The "solved" return (the env's reward_threshold, or rl-zoo's for Pendulum).
-    num_envs: int          # Envs rlgraph's worker steps (SB3's model brings its own).
-    continuous: bool       # Box actions (Pendulum) rather than Discrete.
-
-
-ALGOS: Dict[str, StudyAlgo] = {
-    "dqn": StudyAlgo("rlgraph.benchmarks.dqn_vs_sb3", "CartPole-v1", 50_000, 2_500, 475.0, 1, False),
-    "ppo": StudyAlgo("rlgraph.benchmarks.ppo_vs_sb3", "CartPole-v1", 100_000, 5_000, 475.0, 8, False),
-    "sac": StudyAlgo("rlgraph.benchmarks.sac_vs_sb3", "Pendulum-v1", 20_000, 1_000, -200.0, 1, True),
-}
-# --quick: a run of seconds through every phase (warm-up, updates, two evaluations), 2 seeds.
-QUICK = {"steps": 600, "eval_interval": 300, "eval_episodes": 2, "seeds": [1, 2],
-         "hyperparameters": {"dqn": {"learning_starts": 100, "train_freq": 64, "gradient_steps": 8},
-                             "ppo": {"n_epochs": 2}, "sac": {"learning_starts": 100, "batch_size": 64}}}
-
-
-def _glorot_init(config: dict) -> dict:
-    """rlgraph's DenseLayer default: glorot-uniform weights and zero biases (instead of the
-    fan-in uniform draw of torch.nn.Linear that dqn-sb3 and the shipped DQN configs use)."""
-    for layer in config["network_spec"]:
-        layer.update(weights_spec="glorot_uniform", biases_spec=0.0)
-    config["action_adapter_spec"] = dict(config.get("action_adapter_spec") or {}, weights_spec="glorot_uniform",
-                                         biases_spec=0.0)
-    return config
-
-
-def _set(path: str, value: Any) -> Callable[[dict], dict]:
-    def change(config: dict) -> dict:
-        node = config
-        keys = path.split(".")
-        for key in keys[:-1]:
-            node = node.setdefault(key, {})
-        if value is _DELETE:
-            node.pop(keys[-1], None)
-        else:
-            node[keys[-1]] = value
-        return config
-    return change
-
-
-_DELETE = object()
-# algo -> variant -> (what it changes, config -> config). "baseline" is SB3's hyperparameters.
-VARIANTS: Dict[str, Dict[str, Tuple[str, Callable[[dict], dict]]]] = {
-    "dqn": {
-        "baseline": ("rl-zoo hyperparameters as in dqn-sb3: fan-in uniform init (torch's), Adam eps 1e-8, "
-                     "grad-norm clip 10", lambda config: config),
-        "glorot-init": ("glorot-uniform weights and zero biases (rlgraph's DenseLayer default)", _glorot_init),
-        "adam-eps-1e-7": ("Adam epsilon 1e-7 (rlgraph's default) instead of torch's 1e-8",
-                          _set("optimizer_spec.epsilon", 1e-7)),
-        "no-clip": ("no gradient-norm clipping (SB3 clips at 10)", _set("optimizer_spec.clip_grad_norm", _DELETE)),
-        "double-q": ("double Q-learning target (SB3's DQN has none)", _set("double_q", True)),
-        "mse": ("0.5 * TD^2 loss instead of Huber (SB3: smooth L1)", _set("huber_loss", False)),
-    },
-    "ppo": {"baseline": ("rl-zoo hyperparameters as in ppo-sb3", lambda config: config)},
-    "sac": {"baseline": ("rl-zoo hyperparameters as in sac-sb3", lambda config: config)},
-}
 
 
 def parse_seeds(tokens: Sequence[str]) -> List[int]:
@@ -138,127 +79,6 @@ def parse_seeds(tokens: Sequence[str]) -> List[int]:
         raise RLGraphError("seeds must be distinct integers >= 0", where="rlgraph benchmark learning --seeds",
                            received=seeds)
     return seeds
-
-
-# --- One run (in a child process) ---------------------------------------------------------------
-def greedy_returns(envs: list, act: Callable[[np.ndarray], Any], to_env_action: Callable[[Any], Any],
-                   seed: int) -> List[float]:
-    """One greedy episode in each env of `envs`, stepped side by side: env i is reset with
-    EVAL_SEED_BASE + 1000 * seed + i, and `act` gets the states of all unfinished envs at once."""
-    states = [env.reset(seed=EVAL_SEED_BASE + 1000 * seed + i)[0] for i, env in enumerate(envs)]
-    returns = np.zeros(len(envs))
-    alive = list(range(len(envs)))
-    while alive:
-        actions = act(np.stack([states[i] for i in alive]))
-        still = []
-        for k, i in enumerate(alive):
-            states[i], reward, terminated, truncated, _ = envs[i].step(to_env_action(actions[k]))
-            returns[i] += float(reward)
-            if not (terminated or truncated):
-                still.append(i)
-        alive = still
-    return returns.tolist()
-
-
-def _env_action(algo: StudyAlgo) -> Callable[[Any], Any]:
-    if algo.continuous:
-        return lambda action: np.asarray(action, dtype=np.float32).reshape(-1)
-    return int
-
-
-def rlgraph_study_config(job: dict) -> dict:
-    """The rlgraph config of a job: the peer benchmark's config, the variant, then `--set`."""
-    import importlib
-    from rlgraph.execution.training import apply_overrides
-    algo = ALGOS[job["algo"]]
-    module = importlib.import_module(algo.module)
-    hp, backend, steps, seed = job["hyperparameters"], job["library"][len("rlgraph-"):], job["steps"], job["seed"]
-    if job["algo"] == "dqn":
-        from rlgraph.utils.specifiable import load_spec_file
-        config = module.rlgraph_config(load_spec_file(module.DEFAULT_CONFIG), hp, backend, steps, seed, 1)
-    else:
-        config = module.rlgraph_config(hp, backend, steps, seed, 1)
-    config = VARIANTS[job["algo"]][job["variant"]][1](copy.deepcopy(config))
-    return apply_overrides(config, job["overrides"])
-
-
-def run_job(job: dict) -> dict:
-    """Trains and evaluates one (library, variant, seed) run; returns its record (curve included)."""
-    import gymnasium as gym
-    from rlgraph.benchmarks.sb3_peer import torch_state
-    algo = ALGOS[job["algo"]]
-    envs = [gym.make(algo.env_id) for _ in range(job["eval_episodes"])]
-    to_env_action, seed = _env_action(algo), job["seed"]
-    curve: List[Tuple[int, float]] = []
-    eval_s = [0.0]
-
-    def evaluate(step: int, act: Callable) -> None:
-        start = time.perf_counter()
-        curve.append((int(step), float(np.mean(greedy_returns(envs, act, to_env_action, seed)))))
-        eval_s[0] += time.perf_counter() - start
-
-    start = time.perf_counter()
-    with torch_state(1, False):  # rlgraph's executor sets flush-to-zero per call itself; SB3 leaves it off.
-        if job["library"] == SB3:
-            steps_done = _run_sb3(job, algo, evaluate)
-        else:
-            steps_done = _run_rlgraph(job, algo, evaluate)
-    wall = time.perf_counter() - start
-    for env in envs:
-        env.close()
-    steps, returns = [s for s, _ in curve], [r for _, r in curve]
-    return dict(job, curve=curve, final_return=returns[-1], auc=stats.area_under_curve(steps, returns),
-                steps_to_threshold=stats.first_step_reaching(steps, returns, algo.threshold),
-                env_steps=int(steps_done), train_s=wall - eval_s[0], eval_s=eval_s[0])
-
-
-def _run_rlgraph(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
-    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
-    from rlgraph.execution.training import make_agent_and_env, resolve_config
-    agent, env_spec = make_agent_and_env(resolve_config(rlgraph_study_config(job)))
-    worker = SingleThreadedWorker(agent, env_spec, num_environments=algo.num_envs, seed=job["seed"])
-
-    def act(states: np.ndarray) -> Any:
-        return agent.get_action(states, use_exploration=False)
-
-    done = 0
-    try:
-        while done < job["steps"]:
-            chunk = min(job["eval_interval"], job["steps"] - done)
-            done += worker.execute_timesteps(chunk, reset=done == 0)["timesteps_executed"]
-            evaluate(done, act)
-    finally:
-        worker.terminate()
-        agent.terminate()
-    return done
-
-
-def _run_sb3(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
-    import importlib
-    from stable_baselines3.common.callbacks import BaseCallback
-    model = importlib.import_module(algo.module).make_sb3_model(job["hyperparameters"], job["seed"])
-
-    def act(states: np.ndarray) -> Any:
-        return model.predict(states, deterministic=True)[0]
-
-    class EvaluateEvery(BaseCallback):
-        """Evaluates once num_timesteps passes each multiple of the interval (SB3 counts all envs)."""
-
-        def __init__(self):
-            super().__init__()
-            self.next_eval = job["eval_interval"]
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_eval:
-                self.next_eval += job["eval_interval"]
-                evaluate(self.num_timesteps, act)
-            return True
-
-    model.learn(total_timesteps=job["steps"], callback=EvaluateEvery())
-    if not job["steps"] % job["eval_interval"] == 0 or not model.num_timesteps >= job["steps"]:
-        evaluate(model.num_timesteps, act)  # The final evaluation, where no multiple was passed at the end.
-    model.get_env().close()
-    return int(model.num_timesteps)
 
 
 # --- The study ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from rlgraph.environments.grid_world import GridWorld
 from rlgraph.environments.openai_gym import OpenAIGymEnv
 from rlgraph.environments.random_env import RandomEnv
 from rlgraph.environments.vector_env import SequentialVectorEnv, VectorEnv
+from rlgraph.utils.environment_maker import register_environment_maker
 
 # Names usable as "type" in environment specs (matched case- and punctuation-insensitively, so
 # "grid-world", "grid_world" and "GridWorld" are the same); the first name of each class is canonical.
@@ -35,6 +36,10 @@ Environment.__unsupported_types__ = {
     "gaussian-density-as-reward": _TEST_ENV, "gaussian-density-as-reward-env": _TEST_ENV,
     "mlagents": _UNITY, "mlagents-env": _UNITY, "ml-agents": _UNITY,
 }
+
+# Components sit below this package and never import it; `EnvironmentStepper` resolves its
+# environment spec through the maker registered here (see rlgraph/utils/environment_maker.py).
+register_environment_maker(Environment.from_spec)
 
 __all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv",
            "AsyncVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError"]

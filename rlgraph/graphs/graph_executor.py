@@ -2,25 +2,29 @@
 
 Backend subclasses: `TensorFlowExecutor` (tensorflow_executor.py) and `PyTorchExecutor`
 (pytorch_executor.py). Create one with `GraphExecutor.from_spec(backend, ...)` or
-`executor_for(backend, ...)`.
+`executor_for(backend, ...)`: the backend name is looked up in `GraphExecutor.__lookup_classes__`,
+which `rlgraph/graphs/__init__.py` fills (as the other packages fill their families' tables), so
+that this module does not import its subclasses.
 """
 from __future__ import annotations
 
 import abc
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.components.api_aliases import class_aliases, resolve_api_name
+from rlgraph.graphs.executor_saving import ExecutorSaving
+from rlgraph.graphs.executor_variables import ExecutorVariables
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphNonFiniteError
+from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
 
-class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
+class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=abc.ABCMeta):
     """Builds and runs one root component.
 
     Args:
@@ -32,6 +36,9 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
     """
 
     backend = None
+    # Backend name -> executor class ({"tf": TensorFlowExecutor, "pytorch": PyTorchExecutor}); filled by
+    # rlgraph/graphs/__init__.py once both subclasses are defined.
+    __lookup_classes__: dict = {}
 
     def __init__(self, graph_builder: Any = None, execution_spec: Optional[dict] = None,
                  saver_spec: Optional[dict] = None, summary_spec: Optional[dict] = None,
@@ -58,12 +65,8 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
                 backend = normalize_backend(type_)
             except RLGraphError:
                 backend = None
-            if backend == "tf":
-                from rlgraph.graphs.tensorflow_executor import TensorFlowExecutor
-                return TensorFlowExecutor
-            if backend == "pytorch":
-                from rlgraph.graphs.pytorch_executor import PyTorchExecutor
-                return PyTorchExecutor
+            if backend in GraphExecutor.__lookup_classes__:
+                return GraphExecutor.__lookup_classes__[backend]
         return super().resolve_type(type_)
 
     # --- Build --------------------------------------------------------------------------------------
@@ -209,177 +212,9 @@ class GraphExecutor(Specifiable, metaclass=abc.ABCMeta):
     def _where(self) -> str:
         return getattr(self.root_component, "global_scope", type(self).__name__)
 
-    # --- Variables ------------------------------------------------------------------------------
-    def _records(self) -> dict:
-        return self.root_component.variable_records_of_tree()
-
-    def read_variable_values(self, variables: Any = None) -> Any:
-        """Numpy values of variables: a variable, a name, or a list/dict of them (None: all)."""
-        if variables is None:
-            variables = self.root_component.variable_registry
-        by_name = self.root_component.variable_registry
-
-        def read(var):
-            if isinstance(var, str):
-                if var not in by_name:
-                    raise RLGraphError(f"no variable named '{var}'", where=self._where(), expected=sorted(by_name))
-                var = by_name[var]
-            return self._read(var)
-        if isinstance(variables, dict):
-            return {k: read(v) for k, v in variables.items()}
-        if isinstance(variables, (list, tuple)):
-            return [read(v) for v in variables]
-        return read(variables)
-
-    def get_weights(self, names: Optional[List[str]] = None, trainable_only: bool = False) -> Dict[str, np.ndarray]:
-        """Global variable name -> numpy value of all (non-local) variables, or of `names`."""
-        records = {k: r for k, r in self._records().items() if not r.local and (r.trainable or not trainable_only)}
-        if names is not None:
-            missing = [n for n in names if n not in records]
-            if missing:
-                raise RLGraphError(f"unknown variable name(s) {missing}", where=self._where(),
-                                   expected=sorted(records))
-            records = {n: records[n] for n in names}
-        return {k: self._read(r.variable) for k, r in records.items()}
-
-    def set_weights(self, weights: Dict[str, Any], rate: float = 1.0) -> None:
-        """Writes `weights` (global name -> value); `rate` < 1 blends: new = rate*w + (1-rate)*old.
-
-        Every value is checked before any is written.
-
-        Raises:
-            RLGraphError: For an unknown name, a wrong shape, or a soft update of a non-float variable.
-            RLGraphNonFiniteError: For a NaN, or an inf in a variable that does not start out holding
-                infinities (a prioritized memory's min-tree does: +inf is its neutral element).
-        """
-        if not 0.0 <= rate <= 1.0:
-            raise RLGraphError("rate must be in [0, 1]", where=f"{self._where()}.set_weights", received=rate)
-        records = self._records()
-        if not isinstance(weights, dict):
-            raise RLGraphError("weights must be a dict of variable name -> array", where=f"{self._where()}.set_weights",
-                               expected="a dict as get_weights() returns it", received=type(weights).__name__)
-        writes = []
-        for name, value in weights.items():
-            if name not in records:
-                guess = closest_match(name, list(records))
-                raise RLGraphError(f"no variable named '{name}'", where=f"{self._where()}.set_weights",
-                                   expected=sorted(records), hint=f"did you mean '{guess}'?" if guess else None)
-            variable = records[name].variable
-            current = self._read(variable)
-            try:
-                value = np.asarray(value)
-                if value.dtype.kind not in "biuf":
-                    raise TypeError(f"dtype {value.dtype}")
-            except (TypeError, ValueError) as error:  # Ragged lists, strings, objects.
-                raise RLGraphError(f"weights for '{name}' are no numeric array ({error})",
-                                   where=f"{self._where()}.set_weights", expected=f"{current.dtype} {current.shape}",
-                                   received=repr(value)[:80]) from None
-            if value.shape != current.shape:
-                raise RLGraphError(f"weights for '{name}' have the wrong shape", where=f"{self._where()}.set_weights",
-                                   expected=current.shape, received=value.shape)
-            if rate != 1.0:
-                if current.dtype.kind != "f":
-                    raise RLGraphError(f"soft update of non-float variable '{name}'",
-                                       where=f"{self._where()}.set_weights", hint="use rate=1.0.")
-                value = rate * value + (1.0 - rate) * current
-            with np.errstate(over="ignore"):  # (A value beyond the dtype's range becomes inf: refused below.)
-                value = value.astype(current.dtype)
-            if value.dtype.kind == "f" and not np.isfinite(value).all():
-                _check_non_finite(name, value, records[name].initial, f"{self._where()}.set_weights")
-            writes.append((variable, value))
-        for variable, value in writes:
-            self._assign(variable, value)
-
-    # --- Saving -------------------------------------------------------------------------------------
-    def store_model(self, path: Optional[str] = None, add_timestep: bool = False,
-                    exclude: Iterable[str] = ()) -> str:
-        """Saves all variables but those named in `exclude` (global names, e.g. a replay memory's
-        records); returns the path written. Default path: saver_spec["directory"]/model."""
-        if path is None:
-            directory = self.saver_spec.get("directory")
-            if directory is None:
-                raise RLGraphError("no path given and no saver_spec directory", where=f"{self._where()}.store_model")
-            import os
-            path = os.path.join(directory, "model")
-        return self._save(path, frozenset(exclude))
-
-    def load_model(self, path: str, may_be_missing: Iterable[str] = ()) -> List[str]:
-        """Restores all variables from a `store_model` path.
-
-        Everything is read and checked first (every variable present with its shape; the
-        components' own range checks, e.g. a memory's positions within its capacity); only then
-        are the variables written (cast to their dtypes).
-
-        Args:
-            path: What `store_model` wrote.
-            may_be_missing: Global names of variables the checkpoint may lack (those `store_model`
-                was told to exclude); the components holding such a variable are set back to their
-                initial values (an empty memory) when the checkpoint lacks it.
-
-        Returns:
-            The names of the variables set to their initial values.
-
-        Raises:
-            RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph;
-                no variable changes then.
-        """
-        from rlgraph.components.component_variables import restore_initial_values
-        values = self._read_checkpoint(path)
-        records = self._records()
-        absent = sorted(set(may_be_missing) & set(records) - set(values))
-        # A component is restored whole or not at all: one of its variables absent resets all of them.
-        reset = [c for c in self.root_component.get_all_sub_components()
-                 if any(name in c.variable_records for name in absent)]
-        reset_names = {name for c in reset for name in c.variable_records}
-        records = {k: r for k, r in records.items() if k not in reset_names}
-        missing = sorted(set(records) - set(values))
-        # (Shapes from the variables themselves: reading a large memory's values just for them
-        # would copy it, twice.)
-        shapes = {k: tuple(r.variable.shape) for k, r in records.items()}
-        wrong = [f"{k}: {tuple(values[k].shape)} vs {shape}" for k, shape in shapes.items()
-                 if k in values and tuple(values[k].shape) != shape]
-        if missing or wrong:
-            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph",
-                                         where=f"{self._where()}.load_model", expected="the same variables and shapes",
-                                         received=f"missing {missing}, wrong shapes {wrong}")
-        for component in self.root_component.get_all_sub_components():
-            if component in reset:
-                continue
-            own = {name[len(component.global_scope) + 1:]: values[name] for name in component.variable_records}
-            if own:
-                component.check_restored_variables(own, where=f"{self._where()}.load_model({path})")
-        for name, record in records.items():
-            self._assign(record.variable, values[name])
-        restore_initial_values(reset)
-        return sorted(reset_names)
-
-    #: The formats `export_graph` writes on this backend, and the one it writes when none is named.
-    graph_export_formats: tuple = ()
-    default_graph_export_format: Optional[str] = None
-
-    def export_graph(self, path: str, format: Optional[str] = None) -> str:  # noqa: A002 - the format's name
-        """Exports every root API method of the graph (TF: a SavedModel, loadable without rlgraph;
-        PyTorch: only the legacy format "pickled-module", a pickled `nn.Module` that needs rlgraph and
-        `torch.load(weights_only=False)` to load). An agent's greedy policy exports to files that
-        load without rlgraph on either backend: `Agent.export_policy`.
-
-        Raises:
-            RLGraphExportError: For a format this backend does not write (PyTorch: any but
-                "pickled-module", which must be asked for by name).
-        """
-        from rlgraph.utils.rlgraph_errors import RLGraphExportError
-        if format is None:
-            format = self.default_graph_export_format
-        if format not in self.graph_export_formats:
-            hint = None
-            if self.backend == "pytorch":
-                hint = ("a PyTorch graph exports only as the legacy pickled module (format='pickled-module': it "
-                        "needs rlgraph and torch.load(weights_only=False) to load); a policy exports to TorchScript, "
-                        "ONNX or a SavedModel with Agent.export_policy(path, format).")
-            raise RLGraphExportError(f"export_graph on {self.backend} writes the format(s) "
-                                     f"{list(self.graph_export_formats)}", where=f"{self._where()}.export_graph",
-                                     received=repr(format), hint=hint)
-        return self._export(path)
+    # Variables (`read_variable_values`, `get_weights`, `set_weights`): `ExecutorVariables` in
+    # executor_variables.py; saving (`store_model`, `load_model`, `export_graph`): `ExecutorSaving`
+    # in executor_saving.py.
 
     def terminate(self) -> None:
         """Releases backend resources."""
@@ -451,16 +286,3 @@ def numpy_structure(output: Any, to_numpy) -> Any:
         items = [numpy_structure(v, to_numpy) for v in output]
         return type(output)(*items) if hasattr(output, "_fields") else type(output)(items)
     return output if output is None else to_numpy(output)
-
-
-def _check_non_finite(name: str, value: np.ndarray, initial: Any, where: str) -> None:
-    """Raises for the NaN or inf in `value` (weights for variable `name`), unless it holds only
-    infinities and the variable's `initial` value holds some too (then they are its own)."""
-    nan = np.isnan(value)
-    if not nan.any() and not np.isfinite(np.asarray(initial, dtype=np.float64)).all():
-        return
-    index = tuple(int(i) for i in np.argwhere(nan if nan.any() else ~np.isfinite(value))[0])
-    raise RLGraphNonFiniteError(f"weights for '{name}' hold a non-finite value at index {index}", where=where,
-                                received=value[index].item(),
-                                hint="weights with NaN/inf come from a diverged run (check its losses); nothing "
-                                     "was written.")

@@ -14,8 +14,9 @@ A spec only ever constructs classes of its family (see `Specifiable.spec_family`
 "type" such as "mypkg.layers.MyLayer" is imported (which runs that module's top-level code, as
 `import` would) and must name a subclass of the family's base class; a function or a class of
 another family (e.g. "os.system", "collections.OrderedDict") is refused before anything is
-called. Spec files are bounded (`MAX_SPEC_FILE_BYTES`, `MAX_SPEC_DEPTH`,
-`MAX_YAML_ALIAS_NODES`) and YAML is read with safe-load semantics (no python tags).
+called. Spec files are read by `rlgraph/utils/spec_files.py` (bounded in size, nesting and YAML
+aliases; YAML with safe-load semantics); `load_spec_file`, `load_json_text`, `load_yaml_text` and
+the limits stay importable from here.
 """
 from __future__ import annotations
 
@@ -23,24 +24,14 @@ import copy
 import difflib
 import importlib
 import inspect
-import json
-import os
-from typing import Any, Callable, Dict as DictT, Iterable, List, NoReturn, Optional, Tuple as TupleT
-
-import yaml
+from typing import Any, Callable, Dict as DictT, Iterable, List, Optional, Tuple as TupleT
 
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+from rlgraph.utils.spec_files import (MAX_SPEC_DEPTH, MAX_SPEC_FILE_BYTES, MAX_YAML_ALIAS_NODES, SPEC_FILE_EXTENSIONS,
+                                      load_json_text, load_spec_file, load_yaml_text)
 
-_FILE_EXTENSIONS = (".json", ".yaml", ".yml")
-
-# Limits on spec text (files, `--set` values). The shipped configs are a few KB and nest five
-# levels, and a YAML anchor is worth reusing a handful of times; these bounds are far above that
-# and far below what exhausts memory or the recursion limit. They also bound the time: JSON at the
-# size limit parses in well under a second; PyYAML is pure python (tens of KB per second on a
-# busy machine), so a hostile YAML file at the size limit costs at most about a minute of CPU.
-MAX_SPEC_FILE_BYTES = 1024 * 1024  # Larger files are refused after reading this much.
-MAX_SPEC_DEPTH = 32  # Nesting levels of lists/dicts.
-MAX_YAML_ALIAS_NODES = 10000  # YAML nodes reached again through aliases (a "billion laughs" file needs billions).
+__all__ = ["Specifiable", "normalize_type_name", "closest_match", "constructor_keys", "construct", "load_spec_file",
+           "load_json_text", "load_yaml_text", "MAX_SPEC_FILE_BYTES", "MAX_SPEC_DEPTH", "MAX_YAML_ALIAS_NODES"]
 
 
 def normalize_type_name(name: str) -> str:
@@ -199,7 +190,7 @@ class Specifiable:
         """
         if isinstance(spec, cls) and not kwargs:
             return spec
-        if isinstance(spec, str) and spec.lower().endswith(_FILE_EXTENSIONS):
+        if isinstance(spec, str) and spec.lower().endswith(SPEC_FILE_EXTENSIONS):
             return cls.from_file(spec, **kwargs)
         if isinstance(spec, dict) and not isinstance(spec, Specifiable):
             spec = copy.deepcopy(spec)
@@ -279,132 +270,3 @@ def _import_dotted(path: str, cls: type) -> Any:
         raise RLGraphSpecError("cannot import the type named in the spec", where=f"{cls.__name__}.from_spec",
                                expected="an importable 'package.module.Class' path", received=repr(path),
                                hint=str(error)) from None
-
-
-def load_spec_file(filename: str) -> Any:
-    """Reads a JSON or YAML spec file (YAML with safe-load semantics: no python tags).
-
-    Raises:
-        RLGraphSpecError: If the file is missing, has an unknown extension, cannot be parsed, is
-            larger than `MAX_SPEC_FILE_BYTES`, nests deeper than `MAX_SPEC_DEPTH` or (YAML)
-            reaches more than `MAX_YAML_ALIAS_NODES` nodes again through aliases.
-    """
-    path = os.path.expanduser(filename)
-    if not os.path.isfile(path):
-        raise RLGraphSpecError("spec file not found", where="from_file", received=repr(filename),
-                               hint=f"paths are relative to the working directory ({os.getcwd()}).")
-    lowered = path.lower()
-    if not lowered.endswith(_FILE_EXTENSIONS):
-        raise RLGraphSpecError("unknown spec file type", where="from_file",
-                               expected="a .json, .yaml or .yml file", received=repr(filename))
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_SPEC_FILE_BYTES + 1)  # Bounded even if the file grows meanwhile.
-    _check_size(len(data), repr(filename), "from_file")
-    try:
-        text = data.decode("utf-8")
-        if lowered.endswith(".json"):
-            return load_json_text(text, repr(filename))
-        return load_yaml_text(text, repr(filename))
-    except RLGraphSpecError:
-        raise
-    except (ValueError, yaml.YAMLError) as error:
-        raise RLGraphSpecError("cannot parse spec file", where="from_file", received=repr(filename),
-                               hint=str(error)) from None
-
-
-def load_json_text(text: str, source: str = "spec text", where: str = "from_file") -> Any:
-    """`json.loads(text)` within the spec limits (size and nesting depth).
-
-    Raises:
-        ValueError: (`json.JSONDecodeError`) If `text` is not JSON.
-        RLGraphSpecError: If `text` is too large or nests too deeply.
-    """
-    _check_size(len(text.encode("utf-8")), source, where)
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        _raise_too_deep(source, where)
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_SPEC_DEPTH:
-            _raise_too_deep(source, where)
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        stack.extend((child, depth + 1) for child in children)
-    return value
-
-
-def load_yaml_text(text: str, source: str = "spec text", where: str = "from_file") -> Any:
-    """`yaml.safe_load(text)` within the spec limits; the node graph is checked before any
-    Python object is built, so an alias or merge-key bomb is refused without being expanded.
-
-    Raises:
-        yaml.YAMLError: If `text` is not YAML, or uses a python tag.
-        RLGraphSpecError: If `text` is too large, nests too deeply or expands too far through aliases.
-    """
-    _check_size(len(text.encode("utf-8")), source, where)
-    loader = _BoundedSafeLoader(text)
-    loader.spec_source, loader.spec_where = source, where
-    try:
-        return loader.get_single_data()
-    except RecursionError:
-        _raise_too_deep(source, where)
-    finally:
-        loader.dispose()
-
-
-class _BoundedSafeLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` that checks the composed node graph before constructing it."""
-
-    spec_source, spec_where = "spec text", "from_file"
-    _depth = 0
-
-    def compose_node(self, parent, index):
-        # Stops deep nesting while composing: the scanner slows down with every open level.
-        self._depth += 1
-        try:
-            if self._depth > MAX_SPEC_DEPTH:
-                _raise_too_deep(self.spec_source, self.spec_where)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def get_single_node(self):
-        node = super().get_single_node()
-        if node is not None:
-            _check_yaml_nodes(node, self.spec_source, self.spec_where)
-        return node
-
-
-def _check_yaml_nodes(root: yaml.Node, source: str, where: str) -> None:
-    # Walks the graph as construction would expand it (an alias target is walked again at every
-    # use), stopping at the first node beyond the limits; a cyclic alias fails the depth limit.
-    seen, again = set(), 0
-    stack = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_SPEC_DEPTH:
-            _raise_too_deep(source, where)
-        if id(node) in seen:
-            again += 1
-            if again > MAX_YAML_ALIAS_NODES:
-                raise RLGraphSpecError("YAML aliases expand too far", where=where, received=source,
-                                       expected=f"at most {MAX_YAML_ALIAS_NODES} nodes reached through aliases",
-                                       hint="write the repeated parts out, or reuse fewer/smaller anchors.")
-        seen.add(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend((child, depth + 1) for pair in node.value for child in pair)
-
-
-def _check_size(num_bytes: int, source: str, where: str) -> None:
-    if num_bytes > MAX_SPEC_FILE_BYTES:
-        raise RLGraphSpecError("spec text too large", where=where, received=source,
-                               expected=f"at most {MAX_SPEC_FILE_BYTES} bytes (MAX_SPEC_FILE_BYTES)",
-                               hint="configs are small; keep data (weights, datasets) out of spec files.")
-
-
-def _raise_too_deep(source: str, where: str) -> NoReturn:
-    raise RLGraphSpecError("spec nests too deeply", where=where, received=source,
-                           expected=f"at most {MAX_SPEC_DEPTH} levels of lists/dicts (MAX_SPEC_DEPTH)") from None

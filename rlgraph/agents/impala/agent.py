@@ -9,7 +9,9 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from rlgraph.agents.agent import Agent
+from rlgraph.agents.impala.action_selection import _greedy_from_logits, _sample_categorical
 from rlgraph.agents.impala.core import IMPALACore
+from rlgraph.agents.impala.original_keys import _original_impala_keys
 from rlgraph.agents.impala.rollouts import OPTIONAL_KEYS, ROLLOUT_KEYS, check_rollout, rollout_space
 from rlgraph.agents.specs import check_bool, check_positive_int, check_spec
 from rlgraph.components.component import Component
@@ -373,29 +375,6 @@ class IMPALAAgent(Agent):
         super().terminate()
 
 
-def _original_impala_keys(fifo_queue_spec: Optional[dict], batch_apply: Optional[bool], memory_spec: Optional[dict],
-                          owner: str) -> tuple:
-    """(fifo_queue_spec, notes) after the original RLgraph's `batch_apply` and `memory_spec` keys."""
-    notes = []
-    if batch_apply is not None:
-        check_bool(batch_apply, "batch_apply", owner)
-        notes.append("batch_apply ignored (the layers before the LSTM always see the time rank folded into the "
-                     "batch rank, [B*T, ...])")
-    if memory_spec is not None:
-        type_ = memory_spec.get("type", "fifo-queue") if isinstance(memory_spec, dict) else None
-        if type_ is None or str(type_).lower().replace("_", "-") not in ("fifo-queue", "fifo"):
-            raise RLGraphSpecError("IMPALA's memory is a FIFO queue", where=f"{owner}(memory_spec)",
-                                   expected='{"type": "fifo-queue", "capacity": n} (or give fifo_queue_spec)',
-                                   received=repr(memory_spec))
-        if fifo_queue_spec is not None:
-            raise RLGraphSpecError("memory_spec and fifo_queue_spec both given", where=f"{owner}(memory_spec)",
-                                   hint="memory_spec is the original RLgraph's earlier name of fifo_queue_spec: "
-                                        "give one of them.")
-        fifo_queue_spec = {k: v for k, v in memory_spec.items() if k != "type"}
-        notes.append("memory_spec -> fifo_queue_spec")
-    return fifo_queue_spec, notes
-
-
 class SingleIMPALAAgent(IMPALAAgent):
     """IMPALA on one machine ("single-impala"): `num_workers` actors in this process step the
     environments of `environment_spec` with the behaviour policy and fill a bounded FIFO queue of
@@ -428,30 +407,3 @@ class SingleIMPALAAgent(IMPALAAgent):
     def actor_statistics(self) -> Dict[str, Any]:
         """Env steps, episodes, returns, frames/s and policy lag of the in-process actors."""
         return self.actors.statistics() if self.actors is not None else {}
-
-
-def _sample_categorical(probs: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
-    """One draw per row of [B, A] probabilities (inverse CDF; rows are normalized first)."""
-    probs = np.asarray(probs, dtype=np.float64)
-    cdf = np.cumsum(probs, axis=-1)
-    u = rng.random_sample(probs.shape[:-1] + (1,)) * cdf[..., -1:]
-    return np.minimum((u >= cdf).sum(axis=-1), probs.shape[-1] - 1)
-
-
-def _greedy_from_logits(outputs: Any, dtypes: Dict[str, Any]) -> Any:
-    """The most likely action per leaf from an "act" API method's outputs, in the backend's graph."""
-    from rlgraph.backend_system import get_backend
-    from rlgraph.components.distributions._backend_maths import backend_maths
-    maths = backend_maths()
-    actions = {}
-    for key, logits in flatten_op(outputs[1]).items():
-        action = maths.argmax_last(logits)
-        if dtypes[key] != np.int32:
-            if get_backend() == "tf":
-                import tensorflow as tf
-                action = tf.cast(action, dtypes[key].name)
-            else:
-                import torch
-                action = action.to(getattr(torch, dtypes[key].name))
-        actions[key] = action
-    return actions[""] if list(actions) == [""] else unflatten_op(actions)

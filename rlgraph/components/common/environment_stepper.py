@@ -1,19 +1,19 @@
 """`EnvironmentStepper`: an actor steps a python environment `num_steps` times inside one API call."""
 from __future__ import annotations
 
-import copy
-from typing import Any, List, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.components.common.environment_runner import EnvironmentMaker, EnvironmentRunner
 from rlgraph.components.component import Component
 from rlgraph.components.distributions._backend_maths import backend_maths
 from rlgraph.components.neural_networks.actor_component import ActorComponent
 from rlgraph.spaces import BoolBox, FloatBox, IntBox, Space
 from rlgraph.utils import nest
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.util import convert_dtype
 
 
@@ -21,10 +21,11 @@ class EnvironmentStepper(Component):
     """Runs an `ActorComponent` against an environment for `num_steps` steps per `step()` call and
     returns the trajectory as one record.
 
-    The environment is python (any `Environment` spec: gymnasium through "openai-gym", "grid-world",
-    ...). On TF each environment call is a `tf.numpy_function` inside the API method's
-    `tf.function`; on PyTorch it is a plain python call. The step loop is unrolled at build time
-    (`num_steps` is a constructor argument): one actor pass and one environment step per step.
+    The environment is python: given as a spec (any `Environment` spec: gymnasium through
+    "openai-gym", "grid-world", ...) or as a factory that makes one (`environment=`). On TF each
+    environment call is a `tf.numpy_function` inside the API method's `tf.function`; on PyTorch it
+    is a plain python call. The step loop is unrolled at build time (`num_steps` is a constructor
+    argument): one actor pass and one environment step per step.
 
     Where the state lives:
         - The environment, its current observation and the running episode return are python state
@@ -32,18 +33,27 @@ class EnvironmentStepper(Component):
           resets the environment: the next state in the trajectory is then the new episode's first.
         - The variable "started" (worker-local) says whether the python side holds a live episode.
           It is False after the build (the build's trace runs step the environment and are undone
-          by restoring the variables), so the first `step()` makes the environment anew from its
-          spec and resets it: a seeded environment spec gives the same trajectories on TF and
-          PyTorch, whatever the build did. Copies (`copy()`) make their own environment.
+          by restoring the variables), so the first `step()` makes the environment anew (from its
+          spec, or by calling the factory) and resets it: a seeded environment gives the same
+          trajectories on TF and PyTorch, whatever the build did. Copies (`copy()`) make their own
+          environment.
+
+    Where the environment comes from: components never import `rlgraph.environments` (it sits
+    above them, see DESIGN's layer table). A factory (`environment=`) is called as it is: no lookup.
+    A spec (`environment_spec`, the original RLgraph's form) is made by the function that
+    `rlgraph.environments` registers when it is imported (`rlgraph/utils/environment_maker.py`);
+    if it was never imported, the first use of the spec raises an error saying so.
         - The variable "time-step" (worker-local) counts the steps taken, for the actor's
           `time_percentage` = time-step / `max_timesteps` (0.0 without `max_timesteps`).
 
     Args:
         environment_spec: The environment's spec (a dict such as {"type": "openai-gym", "gym_env":
-            "CartPole-v1", "seed": 1}). Not an `Environment` object: the stepper must be able to make
-            the environment anew (after the build, and for copies).
+            "CartPole-v1", "seed": 1}, or a type name). Not an `Environment` object: the stepper must
+            be able to make the environment anew (after the build, and for copies). Give either this
+            or `environment`.
         actor_component_spec: An `ActorComponent` or the dict of its arguments (preprocessor_spec,
             policy_spec, exploration_spec, max_likelihood). Its network must not be recurrent.
+            Required (it has a default only so that `environment` can be given instead of a spec).
         num_steps: Steps per `step()` call (>= 1).
         state_space: The environment's state space (None: read from a probe environment).
         action_space: The environment's action space (None: read from a probe environment).
@@ -54,11 +64,18 @@ class EnvironmentStepper(Component):
         max_timesteps: The number of steps that `time_percentage` 1.0 stands for (None: always 0.0, so
             exploration schedules stay at their start; the default epsilon starts at 1.0, all random).
         use_exploration: Whether the actor explores (its `Exploration`) while stepping.
+        environment: Instead of `environment_spec`: a zero-argument callable that makes a new
+            environment at each call, e.g. `lambda: GridWorld("2x2")` or
+            `functools.partial(Environment.from_spec, spec)`. It is called for the probe that
+            reads the spaces (unless both are given), at the first `step()` after the build or
+            `terminate()`, and by each copy (copies call the same factory).
         scope: Default "environment-stepper".
 
     Raises:
-        RLGraphSpecError: For an Environment object, a bad `num_steps` / `max_timesteps`, a recurrent
-            network, or `add_action_probs` with a non-discrete action space.
+        RLGraphSpecError: For an Environment object (as spec or as `environment`), both or neither
+            of `environment_spec` and `environment`, a missing `actor_component_spec`, a bad
+            `num_steps` / `max_timesteps`, a recurrent network, `add_action_probs` with a
+            non-discrete action space, or a factory that makes no environment.
 
     API:
         step() -> dict, T = num_steps:
@@ -74,6 +91,7 @@ class EnvironmentStepper(Component):
                 and "action_log_probs" [T] (log pi(a_t | s_t) of the action taken).
         The steps are the records' batch rank.
 
+    >>> import rlgraph.environments  # Registers the maker of environment specs (see above).
     >>> from rlgraph.tests import ComponentTest
     >>> stepper = EnvironmentStepper(
     ...     {"type": "grid-world", "world": "2x2"},
@@ -83,15 +101,30 @@ class EnvironmentStepper(Component):
     >>> out = ComponentTest(stepper, backend="pytorch").test("step")
     >>> out["states"].shape, out["actions"].shape, out["terminals"].dtype
     ((4,), (3,), dtype('bool'))
+
+    The same with a factory instead of the spec (no spec lookup):
+
+    >>> from rlgraph.environments import GridWorld
+    >>> stepper = EnvironmentStepper(
+    ...     environment=lambda: GridWorld("2x2"),
+    ...     actor_component_spec={"preprocessor_spec": [{"type": "reshape", "flatten": True, "flatten_categories": 4}],
+    ...                           "policy_spec": {"network_spec": [{"type": "dense", "units": 4}],
+    ...                                           "action_space": IntBox(4)}}, num_steps=3)
+    >>> ComponentTest(stepper, backend="pytorch").test("step")["rewards"].shape
+    (3,)
     """
 
-    def __init__(self, environment_spec: Any, actor_component_spec: Any, num_steps: int = 20,
+    def __init__(self, environment_spec: Any = None, actor_component_spec: Any = None, num_steps: int = 20,
                  state_space: Any = None, action_space: Any = None, add_action_probs: bool = False,
                  action_probs_space: Any = None, max_timesteps: Optional[int] = None, use_exploration: bool = True,
-                 scope: str = "environment-stepper", **kwargs):
+                 environment: Optional[Callable[[], Any]] = None, scope: str = "environment-stepper", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
-        _check_environment_spec(environment_spec, name)
+        maker = EnvironmentMaker.from_arguments(environment_spec, environment, name)
+        if actor_component_spec is None:
+            raise RLGraphSpecError("actor_component_spec is missing", where=f"{name}(actor_component_spec)",
+                                   expected="an ActorComponent or the dict of its arguments",
+                                   hint='e.g. {"policy_spec": {"network_spec": [...], "action_space": IntBox(2)}}.')
         if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
             raise RLGraphSpecError("num_steps must be an int >= 1", where=f"{name}(num_steps)",
                                    received=repr(num_steps))
@@ -100,11 +133,12 @@ class EnvironmentStepper(Component):
             raise RLGraphSpecError("max_timesteps must be None or an int >= 1", where=f"{name}(max_timesteps)",
                                    received=repr(max_timesteps))
         if state_space is None or action_space is None:
-            probe = _make_environment(environment_spec)
+            probe = maker()
             state_space = probe.state_space if state_space is None else state_space
             action_space = probe.action_space if action_space is None else action_space
             probe.terminate()
         self.environment_spec = environment_spec
+        self.environment = environment
         self.state_space = Space.from_spec(state_space).strip_ranks()
         self.action_space = Space.from_spec(action_space).strip_ranks()
         self.num_steps = int(num_steps)
@@ -125,7 +159,7 @@ class EnvironmentStepper(Component):
 
         self._state_leaves = list(self.state_space.flatten().items())
         self._action_keys = list(self.action_space.flatten().keys())
-        self._runner = _EnvironmentRunner(environment_spec, self._state_leaves, self._action_keys)
+        self._runner = EnvironmentRunner(maker, self._state_leaves, self._action_keys)
         self.started = None
         self.time_step = None
 
@@ -233,67 +267,6 @@ class EnvironmentStepper(Component):
         return torch.clamp(steps / self.max_timesteps, max=1.0)
 
 
-class _EnvironmentRunner:
-    """The python side of an `EnvironmentStepper`: the environment, its current state (flat leaves,
-    each [1, ...]) and the running episode's return. Its methods take and return numpy arrays."""
-
-    def __init__(self, environment_spec: Any, state_leaves: list, action_keys: List[str]):
-        self.environment_spec = environment_spec
-        self.state_leaves = state_leaves
-        self.action_keys = action_keys
-        self.environment = None
-        self.state: Optional[list] = None
-        self.episode_return = 0.0
-
-    def __deepcopy__(self, memo: dict) -> "_EnvironmentRunner":
-        # A copied stepper makes its own environment when it first steps.
-        return _EnvironmentRunner(copy.deepcopy(self.environment_spec, memo), copy.deepcopy(self.state_leaves, memo),
-                                  list(self.action_keys))
-
-    def begin(self, started: Any) -> list:
-        """The current state; a fresh environment's first state unless `started`."""
-        if not bool(started) or self.environment is None:
-            self.close()
-            self.environment = _make_environment(self.environment_spec)
-            self._new_episode()
-        return self.state
-
-    def step(self, *flat_actions: np.ndarray) -> list:
-        """Acts with the actions (flat leaves, each [1, ...]); resets the environment at a terminal."""
-        actions = nest.unflatten_op({key: value[0] for key, value in zip(self.action_keys, flat_actions)})
-        next_state, reward, terminal, _ = self.environment.step(actions)
-        self.episode_return += float(reward)
-        episode_return = self.episode_return
-        if terminal:
-            self._new_episode()
-        else:
-            self.state = self._flat_state(next_state)
-        return self.state + [np.array([reward], np.float32), np.array([bool(terminal)]),
-                             np.array([episode_return], np.float32)]
-
-    def close(self) -> None:
-        if self.environment is not None:
-            self.environment.terminate()
-        self.environment, self.state = None, None
-
-    def _new_episode(self) -> None:
-        self.state = self._flat_state(self.environment.reset())
-        self.episode_return = 0.0
-
-    def _flat_state(self, state: Any) -> list:
-        flat = nest.flatten_op(state)
-        out = []
-        for key, leaf in self.state_leaves:
-            value = np.asarray(flat.get(key), dtype=leaf.dtype) if key in flat else None
-            if value is None or value.shape != tuple(leaf.shape):
-                raise RLGraphError("the environment returned a state that does not fit its state space",
-                                   where=f"EnvironmentStepper({self.environment_spec!r})",
-                                   expected=f"{key or 'the state'}: {leaf}",
-                                   received=repr(flat.get(key)) if key in flat else f"no item {key!r}")
-            out.append(value[None])
-        return out
-
-
 # --- Module helpers ------------------------------------------------------------------------------
 
 def _call_numpy(fn, inputs: list, out_specs: list) -> list:
@@ -320,23 +293,6 @@ def _concat_tf(rows):
 def _concat_torch(rows):
     import torch
     return torch.cat(list(rows), dim=0)
-
-
-def _make_environment(spec: Any):
-    # Environments sit beside the components (neither imports the other); this one component runs
-    # one, so it imports them only when it makes one.
-    from rlgraph.environments import Environment
-    return Environment.from_spec(copy.deepcopy(spec))
-
-
-def _check_environment_spec(spec: Any, name: str) -> None:
-    from rlgraph.environments import Environment
-    if isinstance(spec, Environment):
-        raise RLGraphSpecError("environment_spec must be a spec, not an Environment object",
-                               where=f"{name}(environment_spec)", received=repr(spec),
-                               hint="pass the dict the environment is made from, e.g. {'type': 'openai-gym', "
-                                    "'gym_env': 'CartPole-v1', 'seed': 1}: the stepper makes the environment anew "
-                                    "after the build and for copies.")
 
 
 def _check_action_probs(action_space: Space, action_probs_space: Any, name: str) -> None:

@@ -16,7 +16,8 @@ The original RLgraph's spellings resolve too: "constant_decay" with "constant_va
 are refused with a hint, since schedules here run on the fraction of training done.
 
 The family shares one module: the classes are a few lines each and the spec parsing needs all
-of them.
+of them. The spec keys' checks (`check_number`, the aliases, `ORIGINAL_STEP_KEYS`) are in
+`schedule_keys.py`.
 """
 from __future__ import annotations
 
@@ -26,41 +27,13 @@ from typing import Any, Optional
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+# (`ORIGINAL_STEP_KEYS` and `check_number` are importable from here, as before the split.)
+from rlgraph.components.common.schedule_keys import (ORIGINAL_STEP_KEYS, check_number, is_number,  # noqa: F401
+                                                     refuse_step_keys, rename_key_aliases)
 from rlgraph.components.component import Component
 from rlgraph.utils.decorators import rlgraph_api
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
-
-_KEY_ALIASES = {"from": "from_", "to": "to_"}
-# Keys of the original RLgraph's schedules that have no counterpart here -> what to write instead.
-ORIGINAL_STEP_KEYS = {
-    "start_timestep": "start_percentage (= start_timestep / execution_spec.max_timesteps)",
-    "num_timesteps": "stop_percentage (= (start_timestep + num_timesteps) / execution_spec.max_timesteps)",
-    "decay_steps": "stop_percentage (a fraction of execution_spec.max_timesteps)",
-    "resolution": "nothing: values are computed from the time percentage exactly; remove the key",
-}
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def check_number(value: Any, name: str, where: str, low: Optional[float] = None, high: Optional[float] = None,
-                 low_open: bool = False) -> float:
-    """`value` as a float if it is a finite real number within the bounds, else an `RLGraphSpecError`
-    naming `where(name)` (`low_open`: the lower bound is exclusive)."""
-    ok = _is_number(value) and bool(np.isfinite(value))
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value <= high
-    if not ok:
-        bounds = ""
-        if low is not None:
-            bounds = f" {'>' if low_open else '>='} {low}" + (f" and <= {high}" if high is not None else "")
-        raise RLGraphSpecError(f"{name} must be a finite number{bounds}", where=f"{where}({name})",
-                               expected=f"a float{bounds}", received=repr(value))
-    return float(value)
 
 
 def _clip(x: Any, low: float, high: float) -> Any:
@@ -174,12 +147,13 @@ class TimeDependentParameter(Component):
             RLGraphSpecError: For an unknown type, a list not starting with a type name, a key
                 given twice ("from" and "from_"), or arguments that do not fit the class.
         """
-        if _is_number(spec):
+        if is_number(spec):
             return Constant(value=float(spec), **kwargs)
         if isinstance(spec, (list, tuple)):
-            if len(spec) == 2 and all(_is_number(v) for v in spec):
+            if len(spec) == 2 and all(is_number(v) for v in spec):
                 # The original RLgraph's bare form [from, to]: a linear decay.
-                return super().from_spec(LinearDecay, **{"from_": spec[0], "to_": spec[1], **_rename(kwargs)})
+                return super().from_spec(LinearDecay,
+                                         **{"from_": spec[0], "to_": spec[1], **rename_key_aliases(kwargs)})
             if not spec or not isinstance(spec[0], str):
                 raise RLGraphSpecError("a list spec must start with a type name", where=f"{cls.__name__}.from_spec",
                                        expected='e.g. ["linear", 1.0, 0.05] (or [from, to]: linear)',
@@ -189,12 +163,12 @@ class TimeDependentParameter(Component):
             if len(spec) - 1 > len(names):
                 raise RLGraphSpecError("too many values in a list spec", where=f"{cls.__name__}.from_spec",
                                        expected=f'[{spec[0]!r}, ' + ", ".join(names) + "]", received=repr(spec))
-            return super().from_spec(ctor, **{**dict(zip(names, spec[1:])), **_rename(kwargs)})
+            return super().from_spec(ctor, **{**dict(zip(names, spec[1:])), **rename_key_aliases(kwargs)})
         if isinstance(spec, dict):
-            spec = _rename(spec)
-            _refuse_step_keys(spec)
-        _refuse_step_keys(kwargs)
-        return super().from_spec(spec, **_rename(kwargs))
+            spec = rename_key_aliases(spec)
+            refuse_step_keys(spec)
+        refuse_step_keys(kwargs)
+        return super().from_spec(spec, **rename_key_aliases(kwargs))
 
     @classmethod
     def resolve_type(cls, type_: Any) -> Any:
@@ -204,26 +178,6 @@ class TimeDependentParameter(Component):
         if type_ is None:
             return LinearDecay if cls is TimeDependentParameter else cls
         return super().resolve_type(type_)
-
-
-def _rename(spec: dict) -> dict:
-    out = dict(spec)
-    for alias, key in _KEY_ALIASES.items():
-        if alias in out:
-            if key in out:
-                raise RLGraphSpecError(f"'{alias}' and '{key}' both given", where="TimeDependentParameter.from_spec",
-                                       expected=f"only one of '{alias}' / '{key}'", received=repr(spec))
-            out[key] = out.pop(alias)
-    return out
-
-
-def _refuse_step_keys(spec: dict) -> None:
-    given = sorted(set(spec) & set(ORIGINAL_STEP_KEYS))
-    if given:
-        raise RLGraphSpecError(f"schedule key(s) {given} of the original RLgraph are not supported",
-                               where="TimeDependentParameter.from_spec", received=given,
-                               hint="schedules run on the fraction of training done, not on step counts: use "
-                                    + "; ".join(f"for {k}: {ORIGINAL_STEP_KEYS[k]}" for k in given) + ".")
 
 
 class Constant(TimeDependentParameter):

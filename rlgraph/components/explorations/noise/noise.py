@@ -47,7 +47,9 @@ class Noise(Component):
     0.5
     """
 
-    __lookup_classes__: dict = {}  # Filled on first use by `from_spec` (the subclasses import this module).
+    # Spec names -> subclass ("gaussian", "constant", "ornstein-uhlenbeck"/"ou", each also with a
+    # "-noise" suffix); filled by the package's __init__.py, since the subclasses import this module.
+    __lookup_classes__: dict = {}
     # `get_noise` takes no arguments: the variables wait for the action space only.
     input_spaces_needed = ("action_space",)
 
@@ -83,23 +85,3 @@ class Noise(Component):
     def _graph_fn_noise(self):
         raise RLGraphError(f"{type(self).__name__} defines no noise", where=self.global_scope,
                            hint="use GaussianNoise, ConstantNoise or OrnsteinUhlenbeckNoise.")
-
-    @classmethod
-    def from_spec(cls, spec: Any = None, **kwargs) -> "Noise":
-        """Creates a noise from a spec: {"type": "gaussian", "stddev": 0.2}, "ornstein-uhlenbeck", ...
-
-        Names: "gaussian"/"gaussian-noise", "constant"/"constant-noise",
-        "ornstein-uhlenbeck"/"ornstein-uhlenbeck-noise"/"ou".
-        """
-        if not Noise.__lookup_classes__:
-            Noise.__lookup_classes__ = _noise_classes()
-        return super().from_spec(spec, **kwargs)
-
-
-def _noise_classes() -> dict:
-    from rlgraph.components.explorations.noise.constant_noise import ConstantNoise
-    from rlgraph.components.explorations.noise.gaussian_noise import GaussianNoise
-    from rlgraph.components.explorations.noise.ornstein_uhlenbeck_noise import OrnsteinUhlenbeckNoise
-    return {"gaussian": GaussianNoise, "gaussian-noise": GaussianNoise, "constant": ConstantNoise,
-            "constant-noise": ConstantNoise, "ornstein-uhlenbeck": OrnsteinUhlenbeckNoise,
-            "ornstein-uhlenbeck-noise": OrnsteinUhlenbeckNoise, "ou": OrnsteinUhlenbeckNoise}

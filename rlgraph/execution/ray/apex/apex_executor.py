@@ -3,19 +3,16 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import os
 import queue
 import tempfile
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from rlgraph.execution.ray.apex.actors import ApexActors, ShardSlot, WorkerSlot
 from rlgraph.execution.ray.apex.checkpoints import ApexCheckpoints
 from rlgraph.execution.ray.apex.learner import LearnerThread
-from rlgraph.execution.ray.apex.replay_shard import ReplayShard
-from rlgraph.execution.ray.apex.sample_worker import ApexSampleWorker
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -25,30 +22,7 @@ logger = logging.getLogger(__name__)
 LEARNER_MEMORY_SPEC = {"type": "mem-prioritized-replay", "capacity": 1}
 
 
-@dataclass
-class _Worker:
-    index: int
-    handle: Any
-    pid: int
-    tasks: List[tuple] = field(default_factory=list)  # (meta future, batch future)
-    steps_since_sync: int = 0
-    version: int = -1
-    timesteps: int = 0            # Env steps this worker slot collected (a restarted worker goes on from here).
-
-
-@dataclass
-class _Shard:
-    index: int
-    handle: Any
-    pid: int
-    generation: int = 0
-    size: int = 0
-    max_size: int = 0             # The largest size seen (records lost on a crash are counted from it).
-    sample_tasks: List[Any] = field(default_factory=list)
-    other_tasks: List[tuple] = field(default_factory=list)  # (future, kind, records in it)
-
-
-class ApexExecutor(ApexCheckpoints, RayExecutor):
+class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
     """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): many actors act with
     different epsilons and fill a sharded prioritized replay; one learner samples it.
 
@@ -105,8 +79,8 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
 
         self._weights = (-1, None)  # (version, future of the weights dict)
         self._tmpdir = None
-        self.workers: List[_Worker] = []
-        self.shards: List[_Shard] = []
+        self.workers: List[WorkerSlot] = []
+        self.shards: List[ShardSlot] = []
         self.learner = None
         self.local_agent = None
         self._next_shard = 0
@@ -175,55 +149,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
     def _seed(self) -> Optional[int]:
         return self.local_agent.execution_spec.get("seed")
 
-    def _make_shard(self, index: int, restore: bool) -> _Shard:
-        seed = self._seed()
-        path = os.path.join(self.snapshot_dir, f"shard-{index}.npz") if self.snapshot_dir else None
-        args = (index, self.shard_memory_spec, self.batch_size, self.shard_min_size,
-                self.replay_spec["snapshot_interval"], path, path if restore else None,
-                None if seed is None else seed + 100 + index)
-        handle, pid = self._create(ReplayShard, args, self.executor_spec["num_cpus_per_replay_actor"], 0,
-                                   f"replay shard {index}")
-        shard = _Shard(index, handle, pid)
-        if restore:
-            shard.size = self.actors.get(self.actors.call(handle, "size"))
-        return shard
-
-    def _make_worker(self, index: int) -> _Worker:
-        args = (self.agent_config, self.worker_spec, self.environment_spec, index,
-                self.executor_spec["num_sample_workers"], self.replay_spec["clip_rewards"], self.state_space,
-                self.action_space)
-        handle, pid = self._create(ApexSampleWorker, args, self.executor_spec["num_cpus_per_worker"],
-                                   self.executor_spec["num_gpus_per_worker"], f"sample worker {index}")
-        worker = _Worker(index, handle, pid)
-        if self._horizon is not None:
-            self.actors.call(handle, "set_max_timesteps", self._worker_horizon())
-        return worker
-
-    def _set_worker_progress(self, worker: _Worker) -> None:
-        """Tells a (new or restored) worker how many env steps its slot ran (epsilon schedules)."""
-        self.actors.call(worker.handle, "set_timesteps", worker.timesteps)
-
-    _horizon: Optional[int] = None
-
-    def _worker_horizon(self) -> int:
-        return int(math.ceil(self._horizon / self.executor_spec["num_sample_workers"]))
-
-    # --- Weights --------------------------------------------------------------------------------
-    def _broadcast_weights(self) -> None:
-        """Puts the learner's current weights into the object store (once per version)."""
-        with self.learner.lock:
-            version = self.learner.version
-            if version == self._weights[0]:
-                return
-            weights = self.local_agent.get_acting_weights()
-        self._weights = (version, self.actors.put(weights))
-
-    def _send_weights(self, worker: _Worker) -> None:
-        version, ref = self._weights
-        self.actors.call(worker.handle, "set_weights", ref, version)
-        worker.version = version
-        worker.steps_since_sync = 0
-        self.weight_syncs += 1
+    # Making, updating and restarting the sample workers and shards: `ApexActors` in actors.py.
 
     # --- The loop -------------------------------------------------------------------------------
     def _begin_workload(self, num_timesteps: int) -> None:
@@ -234,7 +160,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
             self.actors.call(worker.handle, "set_max_timesteps", self._worker_horizon())
             self._submit_samples(worker)
 
-    def _submit_samples(self, worker: _Worker) -> None:
+    def _submit_samples(self, worker: WorkerSlot) -> None:
         while len(worker.tasks) < self.executor_spec["env_interaction_task_depth"]:
             batch, meta = self.actors.call(worker.handle, "sample", self.executor_spec["num_worker_samples"],
                                            num_returns=2)
@@ -254,7 +180,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
         due = (self.env_timesteps - self._learning_start) // spec["update_interval"] * spec["update_steps"]
         return due - self._batches_requested
 
-    def _submit_sampling(self, shard: _Shard) -> None:
+    def _submit_sampling(self, shard: ShardSlot) -> None:
         if self.mode == "inline":  # (Inline: `_learn_inline` samples.)
             return
         # (The allowance is asked first: while no shard can be sampled it moves the learning start.)
@@ -311,7 +237,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                                           f"{self.learner.error})", where="ApexExecutor learner") \
                 from self.learner.error
 
-    def _on_worker_result(self, worker: _Worker, task: tuple, result: dict) -> None:
+    def _on_worker_result(self, worker: WorkerSlot, task: tuple, result: dict) -> None:
         if self.workers[worker.index] is not worker or task not in worker.tasks:
             return  # From a worker replaced since.
         worker.tasks.remove(task)
@@ -345,7 +271,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                 worker.steps_since_sync = 0
         self._submit_samples(worker)
 
-    def _on_sampled_batch(self, shard: _Shard, task: Any, own: bool = True) -> None:
+    def _on_sampled_batch(self, shard: ShardSlot, task: Any, own: bool = True) -> None:
         if self.shards[shard.index] is not shard:
             return
         if own:
@@ -378,7 +304,7 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
                 self._check_learner()
                 self._return_priorities()
 
-    def _on_shard_call(self, shard: _Shard, task: tuple) -> None:
+    def _on_shard_call(self, shard: ShardSlot, task: tuple) -> None:
         if self.shards[shard.index] is not shard or task not in shard.other_tasks:
             return
         shard.other_tasks.remove(task)
@@ -405,34 +331,6 @@ class ApexExecutor(ApexCheckpoints, RayExecutor):
             if shard.generation == generation:  # A restarted shard holds other records at those indices.
                 shard.other_tasks.append((self.actors.call(shard.handle, "update_priorities", indices, priorities),
                                           "priorities", 0))
-
-    # --- Faults ---------------------------------------------------------------------------------
-    def _restart_worker(self, worker: _Worker, error: BaseException) -> None:
-        self._count_restart("sample worker", worker.index, error)
-        self.actors.kill(worker.handle)
-        worker.tasks.clear()  # Its other calls fail too; they must not count as further deaths.
-        fresh = self._make_worker(worker.index)
-        fresh.timesteps = worker.timesteps
-        self._set_worker_progress(fresh)
-        self.workers[worker.index] = fresh
-        self._broadcast_weights()
-        self._send_weights(fresh)
-        self._submit_samples(fresh)
-
-    def _restart_shard(self, shard: _Shard, error: BaseException) -> None:
-        self._count_restart("replay shard", shard.index, error)
-        self.actors.kill(shard.handle)
-        in_flight = sum(records for _, kind, records in shard.other_tasks if kind == "add")
-        shard.sample_tasks.clear()  # Its other calls fail too; they must not count as further deaths.
-        shard.other_tasks.clear()
-        fresh = self._make_shard(shard.index, restore=self.snapshot_dir is not None)
-        fresh.generation = shard.generation + 1
-        fresh.max_size = fresh.size
-        lost = max(shard.max_size - fresh.size, 0) + in_flight
-        self.records_lost += lost
-        logger.warning("replay shard %d restarted with %d records (%d lost).", shard.index, fresh.size, lost)
-        self.shards[shard.index] = fresh
-        self._submit_sampling(fresh)
 
     # --- Statistics -----------------------------------------------------------------------------
     def _workload_statistics(self) -> Dict[str, Any]:
