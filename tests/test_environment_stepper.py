@@ -254,36 +254,28 @@ def test_environment_argument_errors():
         EnvironmentStepper(environment=_CountingFactory())
 
 
-def test_specs_need_rlgraph_environments_and_factories_do_not():
-    # In a fresh interpreter that never imports rlgraph.environments: a spec cannot be resolved (the error says
-    # what to do), a factory works; the stepper's modules do not import the environments package.
+def test_specs_resolve_through_the_maker_the_package_face_registers():
+    # The package face (the composition root) imports rlgraph.environments, which registers its maker: in a fresh
+    # interpreter that imports only the stepper, a spec resolves, while the stepper's own modules import no
+    # environment module (tests/test_architecture.py checks the imports).
     code = textwrap.dedent("""
         import sys
         from rlgraph.components.common.environment_stepper import EnvironmentStepper
         from rlgraph.spaces import IntBox
-        from rlgraph.utils.rlgraph_errors import RLGraphSpecError
         actor = {"preprocessor_spec": [{"type": "reshape", "flatten": True, "flatten_categories": 4}],
                  "policy_spec": {"network_spec": [{"type": "dense", "units": 4}], "action_space": IntBox(4)}}
-        try:
-            EnvironmentStepper({"type": "grid-world", "world": "2x2"}, actor)
-        except RLGraphSpecError as error:
-            print(error)
-
-        class Corridor:
-            # Two states; any action moves right and ends the episode with reward 1.
-            def reset(self):
-                return 0
-            def step(self, action):
-                return 1, 1.0, True, {}
-            def terminate(self):
-                pass
-
-        stepper = EnvironmentStepper(environment=Corridor, actor_component_spec=actor, num_steps=3,
-                                     state_space=IntBox(2), action_space=IntBox(4))
-        print(stepper.num_steps, "rlgraph.environments" in sys.modules)
+        stepper = EnvironmentStepper({"type": "grid-world", "world": "2x2"}, actor, num_steps=3)
+        print(stepper.num_steps, stepper.state_space, "rlgraph.environments" in sys.modules)
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
-    assert "not imported" in lines[0] and "import rlgraph.environments" in lines[0]
-    assert lines[-1] == "3 False"
+    assert result.stdout.strip().splitlines()[-1].startswith("3 IntBox") and result.stdout.strip().endswith("True")
+
+
+def test_a_spec_without_a_registered_maker_is_a_clear_error_and_a_factory_needs_none(monkeypatch):
+    from rlgraph.utils import environment_maker
+    monkeypatch.setattr(environment_maker, "_maker", None)
+    with pytest.raises(RLGraphSpecError, match="import rlgraph.environments"):
+        EnvironmentStepper({"type": "grid-world", "world": "2x2"}, _grid_actor())
+    stepper = EnvironmentStepper(environment=lambda: GridWorld("2x2"), actor_component_spec=_grid_actor(), num_steps=3)
+    assert stepper.num_steps == 3

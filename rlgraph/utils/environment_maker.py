@@ -5,9 +5,11 @@ component that runs an environment, `EnvironmentStepper`, still takes the origin
 environment spec (`{"type": "grid-world", ...}`). Resolving such a spec needs the environment
 family's lookup table, which lives in `rlgraph.environments`. So that package, when imported,
 registers `Environment.from_spec` here (one explicit call in its `__init__.py`), and
-`make_environment` calls whatever was registered. Without it, `make_environment` raises an error
-that says what to do: import `rlgraph.environments`, or give the stepper a factory instead of a
-spec (`EnvironmentStepper(environment=...)`), which needs no lookup at all.
+`make_environment` calls whatever was registered. IMPALA's in-process actors (an agent, also below
+environments) make their vector envs the same way. The package face `rlgraph/__init__.py` (the
+composition root) imports `rlgraph.environments`, so the maker is registered in every process that
+imports rlgraph; should it be missing (replaced by a test), `make_environment` raises an error
+that says what to do. A factory (`EnvironmentStepper(environment=...)`) needs no lookup at all.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def make_environment(spec: Any, where: str = "make_environment") -> Any:
         The environment.
 
     Raises:
-        RLGraphSpecError: If no maker is registered (`rlgraph.environments` was never imported).
+        RLGraphSpecError: If no maker is registered.
     """
     if _maker is None:
         raise RLGraphSpecError("environment specs are resolved by rlgraph.environments, which is not imported",

@@ -3,11 +3,19 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from rlgraph.utils.environment_maker import make_environment
 from rlgraph.utils.nest import flatten_op, map_structure
+
+
+def registered_vector_env(num_environments: int, env_spec: Any, seed: Optional[int]) -> Any:
+    """A `SequentialVectorEnv` of `num_environments` envs made from `env_spec`, through the maker
+    that `rlgraph.environments` registers (agents sit below environments and do not import them)."""
+    return make_environment({"type": "sequential-vector-env", "num_environments": num_environments,
+                             "env_spec": env_spec, "seed": seed}, where="IMPALAActor(env_spec)")
 
 
 def actor_agent_config(agent_config: dict, index: int, num_threads: Optional[int] = 1) -> dict:
@@ -48,19 +56,23 @@ class IMPALAActor:
         action_space: The environment's action space.
         num_threads: Backend threads of the actor's agent (None: as configured).
         visualize: Make the envs with rendering on (gym envs' `visualize`).
+        make_vector_env: `(num_environments, env_spec, seed) -> vector env`. The default,
+            `registered_vector_env`, goes through the environment maker that importing
+            `rlgraph.environments` registers; the Ray executor passes `SequentialVectorEnv` itself,
+            which its actor processes unpickle (and so import) without that.
     """
 
     def __init__(self, agent_config: dict, env_spec: Any, index: int, num_environments: int, rollout_length: int,
-                 state_space: Any, action_space: Any, num_threads: Optional[int] = 1, visualize: bool = False):
-        from rlgraph.agents.agent import Agent
-        from rlgraph.environments.vector_env import SequentialVectorEnv
+                 state_space: Any, action_space: Any, num_threads: Optional[int] = 1, visualize: bool = False,
+                 make_vector_env: Callable[[int, Any, Optional[int]], Any] = registered_vector_env):
+        from rlgraph.agents.agent import Agent  # (Lazily: `rlgraph.agents` imports this package.)
         self.index = index
         config = actor_agent_config(agent_config, index, num_threads)
         self.agent = Agent.from_spec(config, state_space=state_space, action_space=action_space)
         seed = self.agent.execution_spec.get("seed")
         if visualize and isinstance(env_spec, dict):
             env_spec = dict(env_spec, visualize=True)
-        self.env = SequentialVectorEnv(num_environments, env_spec, seed=None if seed is None else seed * 1000)
+        self.env = make_vector_env(num_environments, env_spec, None if seed is None else seed * 1000)
         self.num_environments = num_environments
         self.rollout_length = rollout_length
         self.version = -1

@@ -37,14 +37,14 @@ class EnvironmentStepper(Component):
           spec, or by calling the factory) and resets it: a seeded environment gives the same
           trajectories on TF and PyTorch, whatever the build did. Copies (`copy()`) make their own
           environment.
+        - The variable "time-step" (worker-local) counts the steps taken, for the actor's
+          `time_percentage` = time-step / `max_timesteps` (0.0 without `max_timesteps`).
 
     Where the environment comes from: components never import `rlgraph.environments` (it sits
     above them, see DESIGN's layer table). A factory (`environment=`) is called as it is: no lookup.
     A spec (`environment_spec`, the original RLgraph's form) is made by the function that
-    `rlgraph.environments` registers when it is imported (`rlgraph/utils/environment_maker.py`);
-    if it was never imported, the first use of the spec raises an error saying so.
-        - The variable "time-step" (worker-local) counts the steps taken, for the actor's
-          `time_percentage` = time-step / `max_timesteps` (0.0 without `max_timesteps`).
+    `rlgraph.environments` registers (`rlgraph/utils/environment_maker.py`); the package face
+    `rlgraph/__init__.py` imports it, so the spec form works wherever rlgraph is imported.
 
     Args:
         environment_spec: The environment's spec (a dict such as {"type": "openai-gym", "gym_env":

@@ -137,8 +137,9 @@ class IMPALAExecutor(RayExecutor):
             self._send_weights(actor)
 
     def _make_actor(self, index: int) -> _Actor:
+        from rlgraph.environments.vector_env import SequentialVectorEnv
         args = (self.actor_config, self.environment_spec, index, self.worker_spec["num_worker_environments"],
-                self.local_agent.worker_sample_size, self.state_space, self.action_space)
+                self.local_agent.worker_sample_size, self.state_space, self.action_space, 1, False, SequentialVectorEnv)
         handle, pid = self._create(IMPALAActor, args, self.executor_spec["num_cpus_per_worker"],
                                    self.executor_spec["num_gpus_per_worker"], f"IMPALA actor {index}")
         return _Actor(index, handle, pid)
