@@ -72,7 +72,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
     """
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.run_files import RunLogs
-    from rlgraph.execution.training import evaluate_greedily, progress_bar
+    from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
     env_spec = config["environment_spec"]

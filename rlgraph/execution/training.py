@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 from rlgraph.execution.run_config import (TRAINING_SPEC_DEFAULTS, VECTORIZATIONS, apply_overrides, check_training_spec,
                                           is_distributed, make_agent_and_env, resolve_config)
 from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent
+from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
 from rlgraph.execution.run_state import (LoopState, StopOnSignals, check_new_output_dir, check_resume_arguments,
                                          resume_point)
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
@@ -219,24 +220,6 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
         evaluator.terminate()
     agent.terminate()
     return summary
-
-
-def evaluate_greedily(evaluator: Any, spec: dict, steps: int, logs: Any, evaluations: list) -> bool:
-    """The greedy evaluation of `training_spec` at env step `steps`: appends (steps, mean return)
-    to `evaluations`, logs it (if `logs`), and returns whether it reached `stop_at_return`."""
-    result = evaluator.evaluate(spec["evaluation_episodes"], spec["max_timesteps_per_episode"])
-    evaluations.append((steps, result["mean_episode_return"]))
-    if logs:
-        logs.log_evaluation(steps, result)
-    target = spec["stop_at_return"]
-    return target is not None and result["mean_episode_return"] >= target
-
-
-def progress_bar(total: int, enabled: bool, initial: int = 0):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True)
 
 
 def resumed_config(point: Any, num_timesteps: Optional[int]) -> dict:
