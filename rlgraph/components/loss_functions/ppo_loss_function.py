@@ -60,8 +60,8 @@ class PPOLossFunction(LossFunction):
         advantages: A_t (a PG batch's `advantages`, e.g. GAE).
         entropy: H_t, the policy's entropy at s_t (computed by the core).
         values: v_t = V(s_t) under the weights being trained (computed by the core).
-        prev_values: v_old_t of the acting weights (a PG batch's `values`); read only with
-            `value_function_clipping`.
+        prev_values: v_old_t of the acting weights (a PG batch's `values`); always given, used only
+            with `value_function_clipping`.
         value_targets: v_target_t (a PG batch's `value_targets`).
         clip_ratio (optional): a scalar, this update's epsilon instead of the constructor's (schedules).
         weight_entropy (optional): a scalar, this update's entropy weight instead of the constructor's.
