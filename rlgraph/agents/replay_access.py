@@ -4,6 +4,7 @@ The agent makes its memory with `make_replay` from its `memory_spec` when it cre
 component and then only talks to the `ReplayAccess`: observing (`insert`), learning from the
 memory (`update_from_memory`, or `sample` + `update_priorities` for the numpy memory), `size`
 and the checkpoint state. Both take and give records (`rlgraph/agents/records.py`).
+`ReplayAgentMixin` holds what those agents do alike with it (fill level, readiness, checkpoints).
 
 memory_spec types: "replay-memory" (uniform) and "prioritized-replay" (Schaul et al. 2015,
 https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is the numpy
