@@ -4,6 +4,7 @@ The agent makes its memory with `make_replay` from its `memory_spec` when it cre
 component and then only talks to the `ReplayAccess`: observing (`insert`), learning from the
 memory (`update_from_memory`, or `sample` + `update_priorities` for the numpy memory), `size`
 and the checkpoint state. Both take and give records (`rlgraph/agents/records.py`).
+`ReplayAgentMixin` holds what those agents do alike with it (fill level, readiness, checkpoints).
 
 memory_spec types: "replay-memory" (uniform) and "prioritized-replay" (Schaul et al. 2015,
 https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is the numpy
@@ -212,3 +213,39 @@ def replay_input_spaces(memory: Optional[Component], records_space: Any) -> Dict
 def memory_capacity(memory: Optional[Component], replay: ReplayAccess) -> int:
     """The capacity of the in-graph `memory`, else of `replay`'s numpy memory."""
     return (memory if memory is not None else replay.memory).capacity
+
+
+class ReplayAgentMixin:
+    """What DQN, SAC and DDPG do alike with their `self.replay` (made by `make_replay`): the fill
+    level, whether a batch can be sampled, and the replay's part of a checkpoint (a numpy memory
+    is a file next to the graph's variables; an in-graph one is stored with the variables).
+
+    Put it before `Agent` in the bases. The agent sets `self.replay` and `self.root_component.memory`
+    (the in-graph memory or None) in `_create_root`.
+    """
+
+    _memory_ready = False  # Set once the memory holds a batch (it never shrinks while training).
+
+    def memory_size(self) -> int:
+        """The number of transitions in the memory."""
+        return self.replay.size()
+
+    def _memory_holds_batch(self) -> bool:
+        """Whether the memory holds `update_spec.batch_size` transitions (or is full, for a batch
+        larger than the memory): sampling from a memory with fewer records would fail or repeat
+        them. One executor call per check until it first holds enough (in-graph memories)."""
+        if not self._memory_ready:
+            needed = min(self.update_spec["batch_size"], memory_capacity(self.root_component.memory, self.replay))
+            self._memory_ready = self.replay.size() >= needed
+        return self._memory_ready
+
+    def _save_files(self, directory: str, save_replay: bool = True) -> None:
+        if save_replay:
+            self.replay.save_files(directory)
+
+    def _check_files(self, directory: str) -> Any:
+        return self.replay.check_files(directory)
+
+    def _load_files(self, checked: Any) -> None:
+        self.replay.load_files(checked)
+        self._memory_ready = False  # The restored memory may hold fewer records.

@@ -12,7 +12,7 @@ from rlgraph.agents.agent import Agent
 from rlgraph.agents.ddpg.core import UPDATE_APIS, DDPGCore
 from rlgraph.agents.ddpg.networks import DeterministicActor, QCritic
 from rlgraph.agents.records import record_space, to_weighted_record
-from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
+from rlgraph.agents.replay_access import ReplayAgentMixin, check_memory_spec, make_replay, replay_input_spaces
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.component import Component
 from rlgraph.components.explorations.exploration import Exploration
@@ -32,7 +32,7 @@ class DDPGLosses(NamedTuple):
     actor_loss: float
 
 
-class DDPGAgent(Agent):
+class DDPGAgent(ReplayAgentMixin, Agent):
     """DDPG (Lillicrap et al. 2015, https://arxiv.org/abs/1509.02971) for one bounded FloatBox action.
 
     A deterministic actor mu(s) (tanh-scaled onto the action bounds) and a critic Q(s, a), each
@@ -152,7 +152,6 @@ class DDPGAgent(Agent):
         self.random_steps = check_number(random_steps, "random_steps", owner, low=0, integer=True)
         self.memory_interval = check_number(memory_interval, "memory_interval", owner, low=1, integer=True)
         self.memory_counter = 0  # Transitions handed to `_observe_graph` (for memory_interval).
-        self._memory_ready = False
         self.actor_head_spec = ddpg_specs.actor_head_spec(kwargs.get("action_adapter_spec"), owner)
         super().__init__(optimizer_spec=self.actor_optimizer_spec, exploration_spec=exploration, **kwargs)
 
@@ -288,19 +287,12 @@ class DDPGAgent(Agent):
             records = map_structure(lambda x: np.asarray(x)[rows], records)
         self.replay.insert(records)
 
-    def memory_size(self) -> int:
-        """The number of transitions in the memory."""
-        return self.replay.size()
-
     def ready_to_update(self) -> bool:
         """Whether an update can step something: the memory holds update_spec.batch_size
         transitions (or is full) and the critic's or the actor's warm-up is over."""
         if self.timesteps < min(self.warmup_actor_steps, self.warmup_critic_steps):
             return False
-        if not self._memory_ready:
-            needed = min(self.update_spec["batch_size"], memory_capacity(self.root_component.memory, self.replay))
-            self._memory_ready = self.memory_size() >= needed
-        return self._memory_ready
+        return self._memory_holds_batch()
 
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> DDPGLosses:
         """One update (see `DDPGCore`): the critic steps from `warmup_critic_steps` env steps on,
@@ -350,11 +342,10 @@ class DDPGAgent(Agent):
         critic_loss, actor_loss, _ = self._executor().execute(("get_losses", [record, weights, np.float32(0.0)]))
         return DDPGLosses(float(critic_loss), float(actor_loss))
 
-    # --- Checkpoints ----------------------------------------------------------------------------
+    # --- Checkpoints (the replay's part: `ReplayAgentMixin`) ------------------------------------
     def _save_files(self, directory: str, save_replay: bool = True) -> None:
         write_json(os.path.join(directory, STATE_FILE), {"memory_counter": int(self.memory_counter)})
-        if save_replay:
-            self.replay.save_files(directory)
+        super()._save_files(directory, save_replay)
 
     def _check_files(self, directory: str) -> Any:
         where = f"{type(self).__name__}.load_model"
@@ -364,9 +355,8 @@ class DDPGAgent(Agent):
             raise RLGraphCheckpointError(f"'{STATE_FILE}' is damaged", where=where,
                                          expected='{"memory_counter": an integer >= 0}',
                                          received=json.dumps(state)[:100])
-        return counter, self.replay.check_files(directory)
+        return counter, super()._check_files(directory)
 
     def _load_files(self, checked: Any) -> None:
         self.memory_counter, replay_checked = checked
-        self.replay.load_files(replay_checked)
-        self._memory_ready = False  # The restored memory may hold fewer records.
+        super()._load_files(replay_checked)

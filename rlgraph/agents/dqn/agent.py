@@ -9,7 +9,8 @@ import numpy as np
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn.core import DQNCore, action_leaf_keys
 from rlgraph.agents.records import record_space, to_weighted_record
-from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
+from rlgraph.agents.replay_access import (ReplayAgentMixin, check_memory_spec, make_replay, memory_capacity,
+                                          replay_input_spaces)
 from rlgraph.components.component import Component
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
@@ -19,7 +20,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 logger = logging.getLogger(__name__)
 
 
-class DQNAgent(Agent):
+class DQNAgent(ReplayAgentMixin, Agent):
     """Deep Q-learning (Mnih et al. 2015, https://doi.org/10.1038/nature14236) with the usual extensions:
     double Q (van Hasselt et al. 2015, https://arxiv.org/abs/1509.06461), dueling heads (Wang et al.
     2016, https://arxiv.org/abs/1511.06581), Huber loss, n-step returns and prioritized replay
@@ -62,7 +63,6 @@ class DQNAgent(Agent):
         self.store_last_q_table = store_last_q_table
         self.last_memory_batch = None
         self.last_q_table = None
-        self._memory_ready = False  # Set once the memory holds a batch (it never shrinks while training).
         super().__init__(**kwargs)
         capacity = memory_capacity(self.root_component.memory, self.replay)
         if self.update_spec["batch_size"] > capacity:
@@ -176,10 +176,7 @@ class DQNAgent(Agent):
         """Whether the memory holds `update_spec.batch_size` transitions (or is full, for a batch
         larger than the memory): sampling from a memory with fewer records would fail or repeat them.
         One executor call per check until it first holds enough."""
-        if not self._memory_ready:
-            needed = min(self.update_spec["batch_size"], memory_capacity(self.root_component.memory, self.replay))
-            self._memory_ready = self.replay.size() >= needed
-        return self._memory_ready
+        return self._memory_holds_batch()
 
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> Any:
         """One gradient step; syncs the target network when `sync_interval` env steps have passed.
@@ -223,10 +220,6 @@ class DQNAgent(Agent):
         `observe` checks its inputs (shapes, action ranges, NaN/inf)."""
         return to_weighted_record(batch, f"{self.name}.{method}", self._data_checks)
 
-    def memory_size(self) -> int:
-        """The number of transitions in the memory."""
-        return self.replay.size()
-
     def get_td_loss(self, batch: dict) -> tuple:
         """(loss, loss_per_item, td_errors) of a batch (as for `update`) without updating."""
         return self._executor().execute(("get_td_loss", list(self._record_and_weights(batch, "get_td_loss(batch)"))))
@@ -234,15 +227,3 @@ class DQNAgent(Agent):
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
             self._executor().execute("reset_preprocessor")
-
-    # --- Checkpoints ----------------------------------------------------------------------------
-    def _save_files(self, directory: str, save_replay: bool = True) -> None:
-        if save_replay:
-            self.replay.save_files(directory)
-
-    def _check_files(self, directory: str) -> Any:
-        return self.replay.check_files(directory)
-
-    def _load_files(self, checked: Any) -> None:
-        self.replay.load_files(checked)
-        self._memory_ready = False  # The restored memory may hold fewer records.

@@ -9,7 +9,8 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.records import record_space, to_weighted_record
-from rlgraph.agents.replay_access import check_memory_spec, make_replay, memory_capacity, replay_input_spaces
+from rlgraph.agents.replay_access import (ReplayAgentMixin, check_memory_spec, make_replay, memory_capacity,
+                                          replay_input_spaces)
 from rlgraph.agents.sac.core import SACCore
 from rlgraph.agents.sac.networks import SACCritic, default_target_entropy, joint_action_count, sac_action_mode
 from rlgraph.agents.specs import check_bool, check_number, check_spec
@@ -29,7 +30,7 @@ SYNC_SPEC_KEYS = {"sync_interval": None, "sync_tau": None}
 AUTO = "auto"
 
 
-class SACAgent(Agent):
+class SACAgent(ReplayAgentMixin, Agent):
     """Soft actor-critic (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905): a stochastic actor
     trained to maximise Q - alpha log pi, twin Q critics with soft-updated target critics, and a
     temperature alpha tuned so that the policy's entropy stays near `target_entropy`. Bounded
@@ -116,7 +117,6 @@ class SACAgent(Agent):
         self.value_function_optimizer_spec = dict(value_function_optimizer_spec or optimizer_spec)
         self.alpha_optimizer_spec = dict(alpha_optimizer_spec or optimizer_spec)
         update_spec = _merge_sync_spec(update_spec, value_function_sync_spec, owner)
-        self._memory_ready = False
         super().__init__(discount=discount, optimizer_spec=optimizer_spec, update_spec=update_spec, **kwargs)
         if self.update_spec["batch_size"] > self._memory_capacity():
             logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
@@ -242,10 +242,7 @@ class SACAgent(Agent):
     def ready_to_update(self) -> bool:
         """Whether the memory holds `update_spec.batch_size` transitions (or is full); one executor
         call per check until it first does."""
-        if not self._memory_ready:
-            needed = min(self.update_spec["batch_size"], self._memory_capacity())
-            self._memory_ready = self.memory_size() >= needed
-        return self._memory_ready
+        return self._memory_holds_batch()
 
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> SACLosses:
         """`update_spec.num_iterations` gradient steps (critics, actor, alpha), each one executor call.
@@ -306,25 +303,9 @@ class SACAgent(Agent):
         `observe` checks its inputs (shapes, action ranges, NaN/inf)."""
         return to_weighted_record(batch, f"{self.name}.{method}", self._data_checks)
 
-    def memory_size(self) -> int:
-        """The number of transitions in the memory."""
-        return self.replay.size()
-
     def reset(self) -> None:
         if self.root_component.preprocessor.is_stateful:
             self._executor().execute("reset_preprocessor")
-
-    # --- Checkpoints (a numpy memory is a file next to the graph's variables) ------------------------
-    def _save_files(self, directory: str, save_replay: bool = True) -> None:
-        if save_replay:
-            self.replay.save_files(directory)
-
-    def _check_files(self, directory: str) -> Any:
-        return self.replay.check_files(directory)
-
-    def _load_files(self, checked: Any) -> None:
-        self.replay.load_files(checked)
-        self._memory_ready = False  # The restored memory may hold fewer records.
 
 
 def _merge_sync_spec(update_spec: Optional[dict], sync_spec: Optional[dict], owner: str) -> Optional[dict]:
