@@ -1,8 +1,32 @@
-"""Root conftest: names available to the `>>>` examples in rlgraph's docstrings (run as doctests)."""
+"""Root conftest: names available to the `>>>` examples in rlgraph's docstrings (run as doctests), and
+how the suite spreads over CPU cores with pytest-xdist (docs/installation.md, "Running the tests").
+
+Parallel by default: when pytest-xdist is installed (the `test` extra) and the command line names
+neither `-n` nor `--tx`, `python -m pytest` runs as `-n auto --dist loadgroup`. This lives here rather
+than in pyproject.toml's addopts so that `-p no:xdist`, `-n 0` and an install without pytest-xdist all
+still run the suite serially in one process (addopts with `-n` would be an unknown option there).
+`-n auto` means one worker per usable core, at most `MAX_AUTO_WORKERS` and at most one per
+`GIB_PER_WORKER` of available memory (see `pytest_xdist_auto_num_workers`); `-n N` picks N workers.
+Which tests must share a worker (`xdist_group`) is decided in tests/conftest.py.
+"""
+import json
+import os
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
 
 import rlgraph.spaces
+
+# Each worker imports TensorFlow and PyTorch (about 1.5 GiB resident) and some tests start more
+# processes of their own: a local Ray with its actors, the learning tests' one process per seed (up to
+# one per core), mkdocs. 3 GiB a worker leaves room for that on the 24 GiB CI machine.
+GIB_PER_WORKER = 3.0
+# Beyond 6 workers the wall time is set by the longest work units (the Ray group, the learning tests,
+# which already use several processes each), not by the number of workers, while every worker costs
+# its imports (about 10 s of CPU) and its memory.
+MAX_AUTO_WORKERS = 6
 
 
 @pytest.fixture(autouse=True)
@@ -10,3 +34,121 @@ def _doctest_names(doctest_namespace):
     doctest_namespace["np"] = np
     for name in rlgraph.spaces.__all__:
         doctest_namespace[name] = getattr(rlgraph.spaces, name)
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # Not Linux.
+        return os.cpu_count() or 1
+
+
+def _available_gib() -> float:
+    """MemAvailable of /proc/meminfo in GiB (infinite where there is none)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2 ** 20
+    except OSError:
+        pass
+    return float("inf")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """The number of workers of `-n auto`: min(usable cores, MAX_AUTO_WORKERS, available GiB /
+    GIB_PER_WORKER); 0 (serial, in this process) where that is less than 2. The environment variable
+    PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, as in pytest-xdist itself."""
+    override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if override:
+        return int(override)
+    workers = min(_usable_cpus(), MAX_AUTO_WORKERS, int(_available_gib() // GIB_PER_WORKER))
+    return workers if workers >= 2 else 0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config):
+    """Makes `-n auto --dist loadgroup` the default (before pytest-xdist reads its options)."""
+    option = config.option
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        if option.numprocesses is None and not option.tx and not option.collectonly and not option.usepdb:
+            option.numprocesses = "auto"
+        if option.dist == "no" and not option.distload and (option.numprocesses or option.tx):
+            option.dist = "loadgroup"  # pytest-xdist would pick "load", which ignores xdist_group.
+    return (yield)
+
+
+# --- --dist loadgroup ----------------------------------------------------------------------------------
+# pytest-xdist 3.8 hands a test's xdist_group to its scheduler by renaming the test ("<id>@<group>"
+# through `item._nodeid`), which pytest 9 no longer reads: the groups would be silently ignored. So the
+# workers, which see the marks, write {test id: group} to a file, and the scheduler below reads it once
+# every worker has collected (each worker sends its collection only after writing the file).
+def pytest_configure(config):
+    if _distributes(config) and config.option.dist == "loadgroup":
+        config.rlgraph_groups_dir = tempfile.mkdtemp(prefix="rlgraph-xdist-")
+
+
+def pytest_unconfigure(config):
+    groups_dir = getattr(config, "rlgraph_groups_dir", None)
+    if groups_dir:
+        shutil.rmtree(groups_dir, ignore_errors=True)
+
+
+def _distributes(config) -> bool:
+    """Whether this is the controller of a pytest-xdist run (not a worker, not a serial run)."""
+    return (config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
+            and config.option.dist != "no" and bool(config.option.tx))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tells each worker the distribution mode (a worker parses only the command line, so it would not
+    know about a `--dist loadgroup` chosen above) and where to write its groups."""
+    node.workerinput["rlgraph_dist"] = node.config.option.dist
+    groups_dir = getattr(node.config, "rlgraph_groups_dir", None)
+    if groups_dir:
+        node.workerinput["rlgraph_groups_file"] = os.path.join(groups_dir, node.workerinput["workerid"] + ".json")
+
+
+@pytest.hookimpl(trylast=True)  # After tests/conftest.py has marked the items.
+def pytest_collection_modifyitems(config, items):
+    path = getattr(config, "workerinput", {}).get("rlgraph_groups_file")
+    if not path:
+        return
+    groups = {}
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        if names:
+            groups[item.nodeid] = "_".join(names)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(groups, handle)
+    os.replace(path + ".tmp", path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.option.dist != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupFileScheduling(LoadGroupScheduling):
+        """`--dist loadgroup` with the groups from the workers' files: the tests of one group form one
+        work unit (one worker runs them, one after another); every other test is a unit of its own."""
+        groups = None
+
+        def schedule(self):
+            if self.groups is None:
+                self.groups = {}
+                groups_dir = getattr(config, "rlgraph_groups_dir", None)
+                files = sorted(name for name in os.listdir(groups_dir) if name.endswith(".json")) if groups_dir else []
+                if files:  # The workers collected the same tests (pytest-xdist checks), so one file will do.
+                    with open(os.path.join(groups_dir, files[0])) as handle:
+                        self.groups = json.load(handle)
+            super().schedule()
+
+        def _split_scope(self, nodeid):
+            return (self.groups or {}).get(nodeid) or super()._split_scope(nodeid)
+
+    return GroupFileScheduling(config, log)

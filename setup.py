@@ -38,8 +38,10 @@ extras = {
     # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test,
     # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1) and the
     # strict build of the documentation site (tests/test_docs_site.py); TensorBoard loads the event files.
-    "test": ["pytest>=8", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9", "opencv-python-headless>=4.8",
-             "stable-baselines3>=2.3", "ray>=2.9,<3", "tensorboard>=2.16"] + DOCS + EXPORT + VIDEO,
+    # pytest-xdist spreads the suite over the CPU cores (conftest.py: `python -m pytest` runs `-n auto`).
+    "test": ["pytest>=8", "pytest-xdist>=3.6", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9",
+             "opencv-python-headless>=4.8", "stable-baselines3>=2.3", "ray>=2.9,<3", "tensorboard>=2.16"]
+            + DOCS + EXPORT + VIDEO,
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
 # `--wandb PROJECT` / `--mlflow EXPERIMENT` (rlgraph/execution/loggers.py): not tested with the real
