@@ -1,6 +1,7 @@
 """`AgentCore`: the base of the agents' root components, with the acting API every agent serves."""
 from __future__ import annotations
 
+from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
@@ -66,3 +67,12 @@ class AgentCore(PreprocessingCore):
     @graph_fn
     def _graph_fn_identity(self, x):
         return x
+
+    @graph_fn
+    def _graph_fn_ones_like(self, x):
+        """Ones shaped like `x` (the importance weights of a batch that has none)."""
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return tf.ones_like(x)
+        import torch
+        return torch.ones_like(x)

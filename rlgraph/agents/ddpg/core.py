@@ -229,13 +229,6 @@ class DDPGCore(AgentCore):
             return tf.add_n([tf.reduce_sum(tf.square(w)) for w in weights])
         return sum((w * w).sum() for w in weights)
 
-    @graph_fn
-    def _graph_fn_ones_like(self, x):
-        if get_backend() == "tf":
-            import tensorflow as tf
-            return tf.ones_like(x)
-        import torch
-        return torch.ones_like(x)
 
     @graph_fn
     def _graph_fn_critic_variables(self):

@@ -207,13 +207,6 @@ class DQNCore(AgentCore):
             return tf.add_n(losses), tf.add_n(per_items), tf.add_n([tf.abs(td) for td in tds])
         return sum(losses), sum(per_items), sum(td.abs() for td in tds)
 
-    @graph_fn
-    def _graph_fn_ones_like(self, x):
-        if get_backend() == "tf":
-            import tensorflow as tf
-            return tf.ones_like(x)
-        import torch
-        return torch.ones_like(x)
 
     @graph_fn
     def _graph_fn_policy_variables(self):

@@ -298,13 +298,6 @@ class SACCore(AgentCore):
         index = joint_action_index(actions, self.leaf_sizes)
         return q.gather(-1, index.long().unsqueeze(-1)).squeeze(-1)
 
-    @graph_fn
-    def _graph_fn_ones_like(self, x):
-        if get_backend() == "tf":
-            import tensorflow as tf
-            return tf.ones_like(x)
-        import torch
-        return torch.ones_like(x)
 
     @graph_fn
     def _graph_fn_actor_variables(self):
