@@ -1,6 +1,7 @@
 """`AgentCore`: the base of the agents' root components, with the acting API every agent serves."""
 from __future__ import annotations
 
+from rlgraph.agents.records import check_record_keys
 from rlgraph.backend_system import get_backend
 from rlgraph.components.component import Component
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
@@ -67,6 +68,18 @@ class AgentCore(PreprocessingCore):
     @graph_fn
     def _graph_fn_identity(self, x):
         return x
+
+    # Bodies of the memory API methods that off-policy cores with an in-graph memory (`self.memory`)
+    # register on themselves (`rlgraph_api(component=self, name="insert_records")(...)`).
+    def _insert_records(self, records):
+        check_record_keys(records, f"{self.global_scope}.insert_records(records)")
+        return self.memory.insert_records(records)
+
+    def _get_memory_size(self):
+        return self.memory.get_size()
+
+    def _update_priorities(self, indices, priorities):
+        return self.memory.update_records(indices, priorities)
 
     @graph_fn
     def _graph_fn_ones_like(self, x):

@@ -158,16 +158,6 @@ class DDPGCore(AgentCore):
         return self.exploration.noise.reset()
 
     # --- Memory and learning --------------------------------------------------------------------
-    def _insert_records(self, records):
-        check_record_keys(records, f"{self.global_scope}.insert_records(records)")
-        return self.memory.insert_records(records)
-
-    def _get_memory_size(self):
-        return self.memory.get_size()
-
-    def _update_priorities(self, indices, priorities):
-        return self.memory.update_records(indices, priorities)
-
     def _update_from_memory(self, batch_size, time_percentage, critic_step: bool, actor_step: bool):
         if self.prioritized:
             records, indices, weights = self.memory.get_records(batch_size)

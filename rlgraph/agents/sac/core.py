@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from typing import List, Optional
 
-from rlgraph.agents.records import check_record_keys
 from rlgraph.agents.agent_core import AgentCore
+from rlgraph.agents.records import check_record_keys
 from rlgraph.agents.sac.networks import discrete_leaf_sizes, joint_action_index
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.synchronizable import Synchronizable
@@ -152,16 +152,6 @@ class SACCore(AgentCore):
         return self._graph_fn_alpha()
 
     # --- Memory, targets ------------------------------------------------------------------------
-    def _insert_records(self, records):
-        check_record_keys(records, f"{self.global_scope}.insert_records(records)")
-        return self.memory.insert_records(records)
-
-    def _get_memory_size(self):
-        return self.memory.get_size()
-
-    def _update_priorities(self, indices, priorities):
-        return self.memory.update_records(indices, priorities)
-
     @rlgraph_api(no_grad=True)
     def sync_targets(self):
         values = self.critics.sub_components["synchronizable"].get_sync_values()
