@@ -2,11 +2,12 @@
 
 Seeds run in parallel worker processes (one per core, each with one backend thread), so the
 CartPole tests take a few minutes on a 2-core machine. Each test prints, per seed, the step at
-which the greedy evaluation first reached the target and the wall time.
+which the greedy evaluation first reached the target and the wall time. A test stops its seeds once
+its verdict is known (see `_run_seeds`): "4 of 5" needs the fifth seed only when one of the first
+four fails.
 """
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -23,16 +24,37 @@ def _run(config, backend, seed, overrides):
     return seed, summary["solved_at_step"], summary["best_evaluation"], summary["wall_time"], summary["timesteps"]
 
 
-def _run_seeds(config, backend, seeds, overrides=()):
+def _run_seeds(config, backend, seeds, overrides=(), required=None):
+    """Trains one run per seed in spawned processes (one per core) until the verdict is known: `required`
+    seeds (default: all) reached the target, or so many failed that they no longer can. Runs that
+    cannot change the verdict are stopped or never started (their processes are terminated), so the
+    test passes or fails exactly as it would after every seed. Returns, per seed in order, True
+    (solved), False (not solved) or None (not needed for the verdict)."""
+    required = len(seeds) if required is None else required
     workers = max(1, min(len(seeds), os.cpu_count() or 1))
     context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        results = list(pool.map(_run, [config] * len(seeds), [backend] * len(seeds), seeds,
-                                [overrides] * len(seeds)))
-    for seed, solved_at, best, wall, steps in results:
-        print(f"{config} {backend} seed {seed}: target reached at step {solved_at} (best evaluation {best:.1f}, "
-              f"{steps} steps, {wall:.1f} s)")
-    return [r[1] is not None for r in results]
+    results = {}
+    pool = context.Pool(workers)
+    try:
+        for seed, solved_at, best, wall, steps in pool.imap_unordered(
+                _run_star, [(config, backend, seed, overrides) for seed in seeds]):
+            results[seed] = solved_at is not None
+            print(f"{config} {backend} seed {seed}: target reached at step {solved_at} (best evaluation "
+                  f"{best:.1f}, {steps} steps, {wall:.1f} s)")
+            solved = sum(results.values())
+            if solved >= required or len(results) - solved > len(seeds) - required:
+                break
+    finally:
+        pool.terminate()
+        pool.join()
+    for seed in seeds:
+        if seed not in results:
+            print(f"{config} {backend} seed {seed}: not run to the end (the verdict was known without it)")
+    return [results.get(seed) for seed in seeds]
+
+
+def _run_star(args):
+    return _run(*args)
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "tf"])
@@ -43,14 +65,15 @@ def test_dqn_solves_grid_world_4x4(backend):
 
 
 def test_dqn_cartpole_pytorch():
-    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 4 of 5 seeds."""
+    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 4 of 5 seeds (the
+    fifth seed runs only when one of the first four fails)."""
     solved = _run_seeds("configs/dqn_cartpole.json", "pytorch", [1, 2, 3, 4, 5],
-                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"])
-    assert sum(solved) >= 4, solved
+                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=4)
+    assert sum(map(bool, solved)) >= 4, solved
 
 
 def test_dqn_cartpole_tf():
     """The same on TensorFlow for at least 2 of 3 seeds."""
     solved = _run_seeds("configs/dqn_cartpole_tf.json", "tf", [1, 2, 3],
-                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"])
-    assert sum(solved) >= 2, solved
+                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=2)
+    assert sum(map(bool, solved)) >= 2, solved

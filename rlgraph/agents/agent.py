@@ -48,9 +48,11 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         action_adapter_spec: The action adapter spec handed to the policy.
         exploration_spec: The `Exploration` spec (epsilon schedule, noise).
         execution_spec: {"seed", "torch_num_threads", "tf_num_threads", "max_timesteps", "mode",
-            "torch_flush_denormal"}; max_timesteps are the env steps over which time_percentage
-            goes from 0 to 1 (schedules); torch_flush_denormal (default True) runs each
-            PyTorch API call with flush-to-zero for subnormal floats (off again after the call).
+            "torch_flush_denormal", "tf_trace_at_build"}; max_timesteps are the env steps over
+            which time_percentage goes from 0 to 1 (schedules); torch_flush_denormal (default
+            True) runs each PyTorch API call with flush-to-zero for subnormal floats (off again
+            after the call); tf_trace_at_build (default False) traces every TF API method at
+            build instead of at its first call.
             The original RLgraph's TF1 keys (session_config, gpu_spec, ...) are mapped or ignored
             with one warning (see `rlgraph/agents/original_keys.py`); so are its summary_spec and
             saver_spec keys save_steps, save_secs and checkpoint_basename.
@@ -205,7 +207,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         options = dict(build_options or {})
         options.setdefault("summary_spec", {"summary_regexp": self.summary_spec["summary_regexp"]})
         builder = GraphBuilder(action_space=self.action_space, **options)
-        executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal")
+        executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal", "tf_trace_at_build")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)

@@ -34,6 +34,7 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "max_timesteps": None,       # env steps that make time_percentage 1.0 (schedules)
     "mode": "single",
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
+    "tf_trace_at_build": False,    # TF: trace every API method's tf.function at build (else at its first call)
     "nan_check": "raise",        # NaN/inf in observed data or a loss: "raise", "warn" (log once per field) or "off"
 }
 NAN_CHECK_MODES = ("raise", "warn", "off")
@@ -189,8 +190,8 @@ def check_execution_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
         spec[key] = check_number(spec[key], f"execution_spec.{key}", owner, low=1, integer=True, allow_none=True)
     spec["mode"] = check_choice(spec["mode"], EXECUTION_MODES, "execution_spec.mode", owner,
                                 hint="distributed runs have an execution_spec.ray_spec (docs/distributed.md).")
-    spec["torch_flush_denormal"] = check_bool(spec["torch_flush_denormal"], "execution_spec.torch_flush_denormal",
-                                              owner)
+    for key in ("torch_flush_denormal", "tf_trace_at_build"):
+        spec[key] = check_bool(spec[key], f"execution_spec.{key}", owner)
     return spec
 
 

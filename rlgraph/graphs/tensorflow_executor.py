@@ -1,8 +1,11 @@
 """`TensorFlowExecutor`: one `tf.function` per root API method, variables in a `tf.Module`."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -31,7 +34,8 @@ def tensor_spec(space: Space):
 class TensorFlowExecutor(GraphExecutor):
     """Serves each root API method through a `tf.function` of its call plan (see `plans.py`) whose
     input signature comes from the root's input spaces (batch/time ranks None), so it is traced
-    once, at build. Variables are tracked in a
+    once: at its first call, or at build for every method with `execution_spec.tf_trace_at_build`
+    (the build's own trace has checked every method either way). Variables are tracked in a
     `tf.Module`: `store_model` writes a `tf.train.Checkpoint`, `export_graph` a SavedModel."""
 
     backend = "tf"
@@ -56,26 +60,56 @@ class TensorFlowExecutor(GraphExecutor):
         with tf.init_scope():
             self.module.model_variables = {k: r.variable for k, r in self._records().items()}
         self.functions = {}
+        self.trace_times = {}  # Root API method -> seconds its tf.function took to trace.
+        self._signatures = {}
         # Calls go to each function's one concrete function (its signature is fixed): that skips the
         # polymorphic dispatch, about 40% of a small function's call cost.
         self._concrete = {}
+        self._flat_call = {}  # Root API method -> whether calls may go to its flat inputs directly.
+        self._tf = tf
+        self._trace_lock = threading.Lock()
         for api, args in self.graph_builder.api_signatures.items():
-            signature = [tensor_spec(space) for _, space in args]
-            function = tf.function(_api_body(self.graph_builder.plans[api], api), input_signature=signature,
-                                   autograph=False)
-            with backend_scope("tf"):
-                self._concrete[api] = function.get_concrete_function(*signature)  # Traced now, not at the first call.
-            self.functions[api] = function
+            self._signatures[api] = [tensor_spec(space) for _, space in args]
+            self.functions[api] = tf.function(_api_body(self.graph_builder.plans[api], api),
+                                              input_signature=self._signatures[api], autograph=False)
         self.module.api_functions = dict(self.functions)
         self._checkpoint = tf.train.Checkpoint(model=self.module)
+        if self.execution_spec.get("tf_trace_at_build"):
+            for api in self.functions:
+                self._concrete_function(api)
+
+    def _concrete_function(self, api: str) -> Any:
+        """The traced function of root API method `api` (traced by the first caller; one trace per
+        method even when threads call at once)."""
+        concrete = self._concrete.get(api)
+        if concrete is None:
+            with self._trace_lock:
+                concrete = self._concrete.get(api)
+                if concrete is None:
+                    start = time.perf_counter()
+                    with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")):
+                        concrete = self.functions[api].get_concrete_function(*self._signatures[api])
+                    self.trace_times[api] = time.perf_counter() - start
+                    spaces = [space for _, space in self.graph_builder.api_signatures[api]]
+                    self._flat_call[api] = _takes_flat_inputs(concrete, self._signatures[api], spaces)
+                    self._concrete[api] = concrete
+        return concrete
 
     def _to_tensor(self, array: np.ndarray) -> Any:
-        return array
+        # The converters have checked the array against the space and cast it to the space's dtype,
+        # which is the input signature's dtype (see _takes_flat_inputs).
+        return self._tf.constant(array)
 
     def _call_api(self, name: str, tensors: list) -> Any:
-        import tensorflow as tf
+        tf = self._tf
+        concrete = self._concrete.get(name) or self._concrete_function(name)
         try:
-            return self._concrete[name](*tensors)
+            if self._flat_call[name]:
+                # What `concrete(*tensors)` runs once it has matched the arguments to the signature:
+                # the inputs are eager tensors of the signature's dtypes and shapes already, so the
+                # matching (about half of a small call's cost) is skipped.
+                return concrete._call_flat(tf.nest.flatten(tensors), concrete.captured_inputs)
+            return concrete(*tensors)
         except tf.errors.InvalidArgumentError as error:
             # In-graph checks (tf.debugging asserts, e.g. a memory asked for more records than it
             # holds) surface as the same RLGraphError that the PyTorch executor raises.
@@ -126,6 +160,60 @@ class TensorFlowExecutor(GraphExecutor):
         import tensorflow as tf
         tf.saved_model.save(self.module, path)
         return path
+
+
+def _takes_flat_inputs(concrete: Any, signature: list, spaces: list) -> bool:
+    """Whether `concrete` can be called with its flat inputs (`_call_flat`): the TF version has that
+    method, the traced graph's inputs are the signature's leaves (nest order, same dtypes) plus its
+    captures, and the tensors `_to_tensor` makes of the converters' arrays (cast to each space's
+    numpy dtype) have the signature's dtypes; else calls go through the public `concrete(*tensors)`."""
+    import tensorflow as tf
+    try:
+        leaves = tf.nest.flatten(signature)
+        made = [tf.constant(np.zeros((0,), np.dtype(leaf.dtype))).dtype
+                for leaf in tf.nest.flatten([_leaf_spaces(space) for space in spaces])]
+        inputs = concrete.inputs
+        return callable(getattr(concrete, "_call_flat", None)) and len(made) == len(leaves) and \
+            len(inputs) == len(leaves) + len(concrete.captured_inputs) and \
+            all(spec.dtype == tensor.dtype == dtype for spec, tensor, dtype in zip(leaves, inputs, made))
+    except Exception:  # noqa: BLE001 - another TF's internals: use the public call.
+        return False
+
+
+def _leaf_spaces(space: Space) -> Any:
+    """The space's leaves, nested like `tensor_spec(space)` (so that tf.nest flattens both alike)."""
+    if isinstance(space, Dict):
+        return {k: _leaf_spaces(c) for k, c in space._children()}
+    if isinstance(space, Tuple):
+        return tuple(_leaf_spaces(c) for _, c in space._children())
+    return _Leaf(space)
+
+
+class _Leaf:
+    """A leaf space as one tf.nest leaf."""
+
+    def __init__(self, space: Space):
+        self.dtype = space.dtype
+
+
+@contextlib.contextmanager
+def _graph_seed(seed: Any):
+    """Traces under the executor's seed: a `tf.function`'s graph takes TF's global seed at trace time
+    as its graph-level seed (its random ops' seeds follow from it), so a method traced at its first
+    call draws the same numbers as one traced at build, even when another agent has re-seeded TF in
+    between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
+    eager random ops and clear kernel caches) and restored after the trace."""
+    from tensorflow.python.eager import context
+    ctx = context.context()
+    if seed is None or not hasattr(ctx, "_seed"):
+        yield
+        return
+    saved = ctx._seed
+    ctx._seed = seed
+    try:
+        yield
+    finally:
+        ctx._seed = saved
 
 
 def _api_body(plan, api: str):
