@@ -158,6 +158,8 @@ class TensorFlowExecutor(GraphExecutor):
 
     def _export(self, path: str) -> str:
         import tensorflow as tf
+        for api in self.functions:  # The SavedModel keeps the traces the calls use (same seeds).
+            self._concrete_function(api)
         tf.saved_model.save(self.module, path)
         return path
 
