@@ -209,6 +209,27 @@ def test_pytorch_adam_fused_and_multi_tensor_paths_match_numpy_rule(monkeypatch,
     assert int(test.test("slots")["step-count"]) == 3
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_tf_adam_fused_kernel_and_generic_ops_match_numpy_rule(monkeypatch, fused):
+    """TF's Adam runs the fused ResourceApplyAdam kernel (epsilon rescaled by sqrt(1 - beta_2^t), see
+    AdamOptimizer._apply_tf); without it, the rule's generic ops: both follow the rule. A large
+    epsilon makes a mistake in its placement show."""
+    pytest.importorskip("tensorflow")
+    from rlgraph.components.optimizers.local_optimizer import LocalOptimizer
+    if not fused:
+        monkeypatch.setattr(AdamOptimizer, "_apply_tf", LocalOptimizer._apply_tf)
+    root, test = _build("tf", AdamOptimizer(0.05, beta_1=0.8, beta_2=0.9, epsilon=0.5))
+    for _ in range(3):
+        test.test(("update", [X, Y]))
+    expected = _reference_steps(_adam_rule(rnp.adam_update, 0.05, beta_1=0.8, beta_2=0.9, epsilon=0.5), 3)
+    plain = _reference_steps(_adam_rule(rnp.adam_update, 0.05, beta_1=0.8, beta_2=0.9, epsilon=0.5 * 0.1), 3)
+    weights = _weights(test, root)
+    for key in KEYS:
+        np.testing.assert_allclose(weights[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=key)
+        assert not np.allclose(plain[key], expected[key], rtol=1e-4, atol=1e-6)  # epsilon matters here
+    assert int(test.test("slots")["step-count"]) == 3
+
+
 def test_adam_slots_and_step_count(backend):
     root, test = _build(backend, AdamOptimizer(0.05, beta_1=0.8, beta_2=0.9))
     test.test(("update", [X, Y]), ("update", [X, Y]))

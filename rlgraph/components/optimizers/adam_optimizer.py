@@ -65,6 +65,38 @@ class AdamOptimizer(LocalOptimizer):
         v_hat = v_t / (1.0 - self.beta_2 ** t)
         return learning_rate * m_hat / (sqrt(v_hat) + self.epsilon), {"m": m_t, "v": v_t}
 
+    def _apply_tf(self, variables, gradients, learning_rate) -> list:
+        """The same rule with TF's fused kernel (`ResourceApplyAdam`: one op per variable instead of
+        about twenty, so the update traces and runs faster); subclasses with another rule (Nadam) and
+        dtypes other than float32/float64 take the generic per-variable path.
+
+        The kernel adds epsilon to sqrt(v) and folds both bias corrections into the learning rate:
+        theta -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + eps'). With
+        eps' = epsilon * sqrt(1 - beta_2^t) that is this class's rule, lr * m_hat / (sqrt(v_hat) + epsilon).
+        """
+        import tensorflow as tf
+        if type(self)._update is not AdamOptimizer._update or \
+                any(variables[k].dtype not in (tf.float32, tf.float64) for k in variables):
+            return super()._apply_tf(variables, gradients, learning_rate)
+        count = self.step_count + 1
+        ops = [self.step_count.assign(count, read_value=False)]
+        terms = {}  # dtype -> (beta_1^t, beta_2^t, lr, eps'), computed once per dtype.
+        for key in sorted(variables):
+            variable = variables[key]
+            dtype = variable.dtype
+            if dtype not in terms:
+                t = tf.cast(count, dtype)
+                beta_2_power = tf.pow(tf.constant(self.beta_2, dtype), t)
+                terms[dtype] = (tf.pow(tf.constant(self.beta_1, dtype), t), beta_2_power,
+                                tf.cast(learning_rate, dtype), self.epsilon * tf.sqrt(1.0 - beta_2_power))
+            beta_1_power, beta_2_power, lr, epsilon = terms[dtype]
+            ops.append(tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=self.slots[key]["m"].handle, v=self.slots[key]["v"].handle,
+                beta1_power=beta_1_power, beta2_power=beta_2_power, lr=lr, beta1=tf.constant(self.beta_1, dtype),
+                beta2=tf.constant(self.beta_2, dtype), epsilon=epsilon,
+                grad=tf.convert_to_tensor(gradients[key], dtype)))
+        return [op for op in ops if op is not None]  # Eager ops return None.
+
     def _apply_torch(self, variables, gradients, learning_rate) -> None:
         """The same rule with torch's fused Adam kernel, or else in-place multi-tensor ops (one call per
         op for all variables); subclasses with another rule, mixed devices or dtypes other than
