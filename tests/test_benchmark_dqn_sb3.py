@@ -33,3 +33,22 @@ def test_rlgraph_config_matches_the_sb3_settings():
 
 def test_missing_sb3_names_the_bench_extra(monkeypatch, tmp_path):
     check_missing_sb3(dqn_vs_sb3, "dqn-sb3", monkeypatch, tmp_path)
+
+
+@needs_sb3
+def test_sb3_runs_leave_nothing_in_the_temp_dir(tmp_path, monkeypatch):
+    """SB3's default logger makes an empty SB3-<time> directory in the temp dir for every `learn`; the
+    peers give their models a logger that writes nothing (quiet_logger)."""
+    import tempfile
+
+    import stable_baselines3 as sb3
+
+    from rlgraph.benchmarks.sb3_peer import quiet_logger
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    sb3.DQN("MlpPolicy", "CartPole-v1", learning_starts=10, seed=1).learn(20)
+    made = list(tmp_path.glob("SB3-*"))
+    assert len(made) == 1  # SB3's own default
+    made[0].rmdir()
+    quiet_logger(sb3.DQN("MlpPolicy", "CartPole-v1", learning_starts=10, seed=1)).learn(20)
+    assert list(tmp_path.glob("SB3-*")) == []

@@ -108,7 +108,8 @@ def _run_rlgraph(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
 def _run_sb3(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
     import importlib
     from stable_baselines3.common.callbacks import BaseCallback
-    model = importlib.import_module(algo.module).make_sb3_model(job["hyperparameters"], job["seed"])
+    from rlgraph.benchmarks.sb3_peer import quiet_logger
+    model = quiet_logger(importlib.import_module(algo.module).make_sb3_model(job["hyperparameters"], job["seed"]))
 
     def act(states: np.ndarray) -> Any:
         return model.predict(states, deterministic=True)[0]

@@ -161,6 +161,14 @@ def run_rlgraph(config: dict, env_id: str, steps: int, seed: int, threads: int, 
     return row
 
 
+def quiet_logger(model: Any) -> Any:
+    """Gives an SB3 model a logger that writes nothing: SB3's default (verbose=0) also writes nothing
+    but creates an empty directory in the system temp dir (SB3-<time>) for every `learn` call."""
+    from stable_baselines3.common.logger import Logger
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 def run_sb3(model: Any, env_id: str, steps: int, seed: int, threads: int, eval_episodes: int, flush_denormal: bool,
             to_env_action: Callable[[Any], Any] = lambda a: a,
             updates: Callable[[Any], int] = lambda model: int(model._n_updates)) -> dict:
@@ -185,6 +193,7 @@ def run_sb3(model: Any, env_id: str, steps: int, seed: int, threads: int, eval_e
             update_s[0] += time.perf_counter() - start
 
     model.train = timed_train  # An instance attribute: `learn` calls `self.train()`.
+    quiet_logger(model)
     with torch_state(threads, flush_denormal):
         wall, cpu = time.perf_counter(), time.process_time()
         model.learn(total_timesteps=steps)
