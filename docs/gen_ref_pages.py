@@ -22,6 +22,9 @@ import mkdocs_gen_files
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "rlgraph"
 OUT = Path("reference")
+# Modules whose classes also show the members they inherit: `Agent` takes its acting, observing and
+# checkpoint methods from mixins (agent_acting.py, ...), and its page is where users look for them.
+SHOW_INHERITED = {"rlgraph.agents.agent"}
 
 
 def public_module_paths() -> dict[str, Path]:
@@ -108,6 +111,8 @@ def main() -> None:
         lines = [f"::: {dotted}", "    options:"]
         # A JSON list is a YAML flow sequence whose names YAML cannot misread (`on`, `null`, ...).
         lines.append(f"      members: {json.dumps(members[dotted])}" if members[dotted] else "      members: false")
+        if dotted in SHOW_INHERITED:
+            lines.append("      inherited_members: true")
         rows = reexports(module)
         if rows:
             lines += ["", "## Re-exported names", "",

@@ -91,3 +91,10 @@ def test_api_reference_has_every_public_name(site):
     role, uri = inventory["rlgraph.tests.component_test.ComponentTest"]
     assert role == "py:class" and uri.startswith("reference/rlgraph/tests/component_test/")
     assert (site / uri.split("#")[0] / "index.html").exists()
+
+
+def test_the_agent_page_shows_the_methods_agent_inherits_from_its_mixins(site):
+    inventory = _inventory(site)
+    for name in ("get_action", "observe", "store_model", "load_model", "from_spec"):
+        role, uri = inventory[f"rlgraph.agents.agent.Agent.{name}"]
+        assert uri.startswith("reference/rlgraph/agents/agent/"), (name, uri)
