@@ -25,13 +25,14 @@ def _run(config, backend, seed, overrides):
     return seed, summary["solved_at_step"], summary["best_evaluation"], summary["wall_time"], summary["timesteps"]
 
 
-def _run_seeds(config, backend, seeds, overrides=(), required=None):
+def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
     """Trains one run per seed in spawned processes (one per core) until the verdict is known: `required`
     seeds (default: all) reached the target, or so many failed that they no longer can. A seed starts
     only while the seeds solved and running are fewer than `required` (so "4 of 5" starts the fifth
     seed only after a failure), and runs that can no longer change the verdict are terminated: the
     test passes or fails exactly as it would after every seed. Returns, per seed in order, True
-    (solved), False (not solved) or None (not needed for the verdict)."""
+    (solved), False (not solved) or None (not needed for the verdict). `run` replaces `_run` (tests of
+    this function)."""
     required = len(seeds) if required is None else required
     workers = max(1, min(len(seeds), os.cpu_count() or 1))
     context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
@@ -45,7 +46,7 @@ def _run_seeds(config, backend, seeds, overrides=(), required=None):
                 break
             while waiting and len(running) < workers and solved + len(running) < required:
                 seed = waiting.pop(0)
-                running[seed] = pool.apply_async(_run, (config, backend, seed, overrides))
+                running[seed] = pool.apply_async(run or _run, (config, backend, seed, overrides))
             done = [seed for seed, result in running.items() if result.ready()]
             if not done:
                 time.sleep(0.2)
@@ -85,9 +86,20 @@ def test_dqn_cartpole_tf():
     assert sum(map(bool, solved)) >= 2, solved
 
 
-def test_seed_runs_stop_once_the_verdict_is_known():
-    """2 of 3 needed: two quick successes leave the third seed unstarted; two failures (a run too short
-    to reach the goal) decide the verdict the other way, again without the third seed."""
-    assert _run_seeds("configs/dqn_gridworld_4x4.json", "pytorch", [1, 2, 3], required=2) == [True, True, None]
-    assert _run_seeds("configs/dqn_gridworld_4x4.json", "pytorch", [1, 2, 3], ["training_spec.num_timesteps=20"],
-                      required=2) == [False, False, None]
+def _scripted_run(outcomes, backend, seed, overrides):
+    """A stand-in for `_run` whose outcome per seed is given: solved at step 100, or not."""
+    return seed, 100 if outcomes[seed] else None, 0.0, 0.0, 100
+
+
+@pytest.mark.parametrize("outcomes, required, expected", [
+    ({1: True, 2: True, 3: True, 4: True, 5: True}, 4, [True, True, True, True, None]),
+    ({1: True, 2: False, 3: True, 4: True, 5: True}, 4, [True, False, True, True, True]),
+    ({1: False, 2: False, 3: True}, 2, [False, False, None]),
+    ({1: True, 2: True, 3: True}, 2, [True, True, None]),
+])
+def test_seed_runs_stop_once_the_verdict_is_known(outcomes, required, expected):
+    """A seed starts only while it can still matter: 4 of 5 runs the fifth seed only after a failure, and
+    2 of 3 stops after two failures or two successes (with 2 workers, whatever order the runs end in)."""
+    result = _run_seeds(outcomes, "pytorch", sorted(outcomes), required=required, run=_scripted_run)
+    assert result == expected
+    assert sum(map(bool, result)) >= required or sum(r is False for r in result) > len(outcomes) - required
