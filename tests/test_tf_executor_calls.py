@@ -152,3 +152,21 @@ def test_flat_calls_of_an_agent_equal_public_calls():
         assert any(executor._flat_call.values()) == flat
         return result
     np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_tf_num_threads_sizes_both_thread_pools():
+    """tf_num_threads=1 means one thread: TF's inter-op pool otherwise has one thread per core. TF fixes
+    its pools when its runtime starts, so this runs in a fresh process."""
+    import subprocess
+    import sys
+    script = ("import numpy as np, tensorflow as tf\n"
+              "from rlgraph.agents import Agent\n"
+              "from rlgraph.spaces import FloatBox, IntBox\n"
+              "agent = Agent.from_spec({'type': 'dqn', 'backend': 'tf', 'network_spec': [{'type': 'dense', 'units': 4}],"
+              " 'execution_spec': {'tf_num_threads': 1}}, state_space=FloatBox(shape=(4,)), action_space=IntBox(2))\n"
+              "agent.get_action(np.zeros((1, 4), np.float32))\n"
+              "print(tf.config.threading.get_intra_op_parallelism_threads(),"
+              " tf.config.threading.get_inter_op_parallelism_threads())\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-2:] == ["1", "1"]

@@ -43,16 +43,26 @@ class TensorFlowExecutor(GraphExecutor):
     default_graph_export_format = "savedmodel"
 
     def _configure_backend(self) -> None:
+        """`tf_num_threads` sizes both of TF's thread pools: the intra-op pool (threads inside one op)
+        and the inter-op pool (independent ops at once), which otherwise has a thread per core, so that
+        N threads means N cores at most (e.g. one per seed process)."""
         import tensorflow as tf
         threads = self.execution_spec.get("tf_num_threads")
-        if threads and tf.config.threading.get_intra_op_parallelism_threads() != int(threads):
+        if not threads:
+            return
+        threading = tf.config.threading
+        for name, get, set_ in (("intra-op", threading.get_intra_op_parallelism_threads,
+                                 threading.set_intra_op_parallelism_threads),
+                                ("inter-op", threading.get_inter_op_parallelism_threads,
+                                 threading.set_inter_op_parallelism_threads)):
+            if get() == int(threads):
+                continue
             try:
-                tf.config.threading.set_intra_op_parallelism_threads(int(threads))
+                set_(int(threads))
             except RuntimeError:
                 # TF fixes its thread pools when its runtime starts (e.g. a second agent in one process).
                 logger.warning("tf_num_threads=%s ignored: TensorFlow's runtime is already initialized with %s "
-                               "intra-op threads in this process.", threads,
-                               tf.config.threading.get_intra_op_parallelism_threads() or "default")
+                               "%s threads in this process.", threads, get() or "default", name)
 
     def _after_build(self) -> None:
         import tensorflow as tf
