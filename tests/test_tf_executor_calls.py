@@ -162,8 +162,9 @@ def test_tf_num_threads_sizes_both_thread_pools():
     script = ("import numpy as np, tensorflow as tf\n"
               "from rlgraph.agents import Agent\n"
               "from rlgraph.spaces import FloatBox, IntBox\n"
-              "agent = Agent.from_spec({'type': 'dqn', 'backend': 'tf', 'network_spec': [{'type': 'dense', 'units': 4}],"
-              " 'execution_spec': {'tf_num_threads': 1}}, state_space=FloatBox(shape=(4,)), action_space=IntBox(2))\n"
+              "agent = Agent.from_spec({'type': 'dqn', 'backend': 'tf',"
+              " 'network_spec': [{'type': 'dense', 'units': 4}], 'execution_spec': {'tf_num_threads': 1}},"
+              " state_space=FloatBox(shape=(4,)), action_space=IntBox(2))\n"
               "agent.get_action(np.zeros((1, 4), np.float32))\n"
               "print(tf.config.threading.get_intra_op_parallelism_threads(),"
               " tf.config.threading.get_inter_op_parallelism_threads())\n")

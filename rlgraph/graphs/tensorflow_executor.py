@@ -23,12 +23,17 @@ logger = logging.getLogger(__name__)
 def tensor_spec(space: Space):
     """The `tf.TensorSpec` (nested for containers) of a space; batch/time ranks are None."""
     import tensorflow as tf
+    return _map_leaves(space, lambda leaf: tf.TensorSpec(
+        shape=leaf.get_shape(with_batch_rank=True, with_time_rank=True), dtype=convert_dtype(leaf.dtype, to="tf")))
+
+
+def _map_leaves(space: Space, fn) -> Any:
+    """fn(leaf space) for each leaf of `space`, nested like the space (dicts and tuples)."""
     if isinstance(space, Dict):
-        return {k: tensor_spec(c) for k, c in space._children()}
+        return {k: _map_leaves(c, fn) for k, c in space._children()}
     if isinstance(space, Tuple):
-        return tuple(tensor_spec(c) for _, c in space._children())
-    shape = space.get_shape(with_batch_rank=True, with_time_rank=True)
-    return tf.TensorSpec(shape=shape, dtype=convert_dtype(space.dtype, to="tf"))
+        return tuple(_map_leaves(c, fn) for _, c in space._children())
+    return fn(space)
 
 
 class TensorFlowExecutor(GraphExecutor):
@@ -182,30 +187,14 @@ def _takes_flat_inputs(concrete: Any, signature: list, spaces: list) -> bool:
     import tensorflow as tf
     try:
         leaves = tf.nest.flatten(signature)
-        made = [tf.constant(np.zeros((0,), np.dtype(leaf.dtype))).dtype
-                for leaf in tf.nest.flatten([_leaf_spaces(space) for space in spaces])]
+        numpy_dtypes = tf.nest.flatten([_map_leaves(space, lambda leaf: np.dtype(leaf.dtype)) for space in spaces])
+        made = [tf.constant(np.zeros((0,), dtype)).dtype for dtype in numpy_dtypes]
         inputs = concrete.inputs
         return callable(getattr(concrete, "_call_flat", None)) and len(made) == len(leaves) and \
             len(inputs) == len(leaves) + len(concrete.captured_inputs) and \
             all(spec.dtype == tensor.dtype == dtype for spec, tensor, dtype in zip(leaves, inputs, made))
     except Exception:  # noqa: BLE001 - another TF's internals: use the public call.
         return False
-
-
-def _leaf_spaces(space: Space) -> Any:
-    """The space's leaves, nested like `tensor_spec(space)` (so that tf.nest flattens both alike)."""
-    if isinstance(space, Dict):
-        return {k: _leaf_spaces(c) for k, c in space._children()}
-    if isinstance(space, Tuple):
-        return tuple(_leaf_spaces(c) for _, c in space._children())
-    return _Leaf(space)
-
-
-class _Leaf:
-    """A leaf space as one tf.nest leaf."""
-
-    def __init__(self, space: Space):
-        self.dtype = space.dtype
 
 
 @contextlib.contextmanager
