@@ -8,7 +8,7 @@ four fails.
 """
 import multiprocessing
 import os
-import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import pytest
 
@@ -29,35 +29,29 @@ def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
     """Trains one run per seed in spawned processes (one per core) until the verdict is known: `required`
     seeds (default: all) reached the target, or so many failed that they no longer can. A seed starts
     only while the seeds solved and running are fewer than `required` (so "4 of 5" starts the fifth
-    seed only after a failure), and runs that can no longer change the verdict are terminated: the
-    test passes or fails exactly as it would after every seed. Returns, per seed in order, True
+    seed only after a failure): the test passes or fails exactly as it would after every seed. A
+    worker process that dies fails the test (BrokenProcessPool). Returns, per seed in order, True
     (solved), False (not solved) or None (not needed for the verdict). `run` replaces `_run` (tests of
     this function)."""
     required = len(seeds) if required is None else required
     workers = max(1, min(len(seeds), os.cpu_count() or 1))
     context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
     waiting, running, results = list(seeds), {}, {}
-    pool = context.Pool(workers)
-    try:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         while True:
             solved = sum(results.values())
-            failed = len(results) - solved
-            if solved >= required or failed > len(seeds) - required:
-                break
+            if solved >= required or len(results) - solved > len(seeds) - required:
+                break  # Seeds still running (only after failures) finish when the pool shuts down.
             while waiting and len(running) < workers and solved + len(running) < required:
                 seed = waiting.pop(0)
-                running[seed] = pool.apply_async(run or _run, (config, backend, seed, overrides))
-            done = [seed for seed, result in running.items() if result.ready()]
-            if not done:
-                time.sleep(0.2)
-            for seed in done:
-                _, solved_at, best, wall, steps = running.pop(seed).get()
+                running[pool.submit(run or _run, config, backend, seed, overrides)] = seed
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                seed, solved_at, best, wall, steps = future.result()
+                del running[future]
                 results[seed] = solved_at is not None
                 print(f"{config} {backend} seed {seed}: target reached at step {solved_at} (best evaluation "
                       f"{best:.1f}, {steps} steps, {wall:.1f} s)")
-    finally:
-        pool.terminate()
-        pool.join()
     for seed in seeds:
         if seed not in results:
             print(f"{config} {backend} seed {seed}: not needed for the verdict")
@@ -91,15 +85,15 @@ def _scripted_run(outcomes, backend, seed, overrides):
     return seed, 100 if outcomes[seed] else None, 0.0, 0.0, 100
 
 
-@pytest.mark.parametrize("outcomes, required, expected", [
-    ({1: True, 2: True, 3: True, 4: True, 5: True}, 4, [True, True, True, True, None]),
-    ({1: True, 2: False, 3: True, 4: True, 5: True}, 4, [True, False, True, True, True]),
-    ({1: False, 2: False, 3: True}, 2, [False, False, None]),
-    ({1: True, 2: True, 3: True}, 2, [True, True, None]),
+@pytest.mark.parametrize("outcomes, required, allowed", [
+    ({1: True, 2: True, 3: True, 4: True, 5: True}, 4, [[True, True, True, True, None]]),
+    ({1: True, 2: False, 3: True, 4: True, 5: True}, 4, [[True, False, True, True, True]]),
+    # Seed 3 starts when seed 1 fails while seed 2 still runs (it could still matter then).
+    ({1: False, 2: False, 3: True}, 2, [[False, False, None], [False, False, True]]),
+    ({1: True, 2: True, 3: True}, 2, [[True, True, None]]),
 ])
-def test_seed_runs_stop_once_the_verdict_is_known(outcomes, required, expected):
+def test_seed_runs_stop_once_the_verdict_is_known(outcomes, required, allowed):
     """A seed starts only while it can still matter: 4 of 5 runs the fifth seed only after a failure, and
-    2 of 3 stops after two failures or two successes (with 2 workers, whatever order the runs end in)."""
+    2 of 3 stops after two failures or two successes (whatever the core count and the order runs end in)."""
     result = _run_seeds(outcomes, "pytorch", sorted(outcomes), required=required, run=_scripted_run)
-    assert result == expected
-    assert sum(map(bool, result)) >= required or sum(r is False for r in result) > len(outcomes) - required
+    assert result in allowed
