@@ -55,11 +55,11 @@ class TensorFlowExecutor(GraphExecutor):
         threads = self.execution_spec.get("tf_num_threads")
         if not threads:
             return
-        threading = tf.config.threading
-        for name, get, set_ in (("intra-op", threading.get_intra_op_parallelism_threads,
-                                 threading.set_intra_op_parallelism_threads),
-                                ("inter-op", threading.get_inter_op_parallelism_threads,
-                                 threading.set_inter_op_parallelism_threads)):
+        pools = tf.config.threading
+        for name, get, set_ in (("intra-op", pools.get_intra_op_parallelism_threads,
+                                 pools.set_intra_op_parallelism_threads),
+                                ("inter-op", pools.get_inter_op_parallelism_threads,
+                                 pools.set_inter_op_parallelism_threads)):
             if get() == int(threads):
                 continue
             try:

@@ -219,7 +219,6 @@ class DDPGCore(AgentCore):
             return tf.add_n([tf.reduce_sum(tf.square(w)) for w in weights])
         return sum((w * w).sum() for w in weights)
 
-
     @graph_fn
     def _graph_fn_critic_variables(self):
         return self.critic.get_variables(custom_scope_separator="-", trainable_only=True)

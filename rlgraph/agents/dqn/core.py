@@ -197,7 +197,6 @@ class DQNCore(AgentCore):
             return tf.add_n(losses), tf.add_n(per_items), tf.add_n([tf.abs(td) for td in tds])
         return sum(losses), sum(per_items), sum(td.abs() for td in tds)
 
-
     @graph_fn
     def _graph_fn_policy_variables(self):
         return self.policy.get_variables(custom_scope_separator="-", trainable_only=True)

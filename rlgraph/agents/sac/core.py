@@ -288,7 +288,6 @@ class SACCore(AgentCore):
         index = joint_action_index(actions, self.leaf_sizes)
         return q.gather(-1, index.long().unsqueeze(-1)).squeeze(-1)
 
-
     @graph_fn
     def _graph_fn_actor_variables(self):
         return self.policy.get_variables(custom_scope_separator="-", trainable_only=True)

@@ -80,21 +80,20 @@ class AdamOptimizer(LocalOptimizer):
             return super()._apply_tf(variables, gradients, learning_rate)
         count = self.step_count + 1
         ops = [self.step_count.assign(count, read_value=False)]
-        terms = {}  # dtype -> (beta_1^t, beta_2^t, lr, eps'), computed once per dtype.
+        terms = {}  # dtype -> the kernel's scalar inputs but the variable's own, made once per dtype.
         for key in sorted(variables):
             variable = variables[key]
             dtype = variable.dtype
             if dtype not in terms:
+                beta_1, beta_2 = tf.constant(self.beta_1, dtype), tf.constant(self.beta_2, dtype)
                 t = tf.cast(count, dtype)
-                beta_2_power = tf.pow(tf.constant(self.beta_2, dtype), t)
-                terms[dtype] = (tf.pow(tf.constant(self.beta_1, dtype), t), beta_2_power,
-                                tf.cast(learning_rate, dtype), self.epsilon * tf.sqrt(1.0 - beta_2_power))
-            beta_1_power, beta_2_power, lr, epsilon = terms[dtype]
+                beta_2_power = tf.pow(beta_2, t)
+                terms[dtype] = dict(beta1_power=tf.pow(beta_1, t), beta2_power=beta_2_power,
+                                    lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
+                                    epsilon=self.epsilon * tf.sqrt(1.0 - beta_2_power))
             ops.append(tf.raw_ops.ResourceApplyAdam(
                 var=variable.handle, m=self.slots[key]["m"].handle, v=self.slots[key]["v"].handle,
-                beta1_power=beta_1_power, beta2_power=beta_2_power, lr=lr, beta1=tf.constant(self.beta_1, dtype),
-                beta2=tf.constant(self.beta_2, dtype), epsilon=epsilon,
-                grad=tf.convert_to_tensor(gradients[key], dtype)))
+                grad=tf.convert_to_tensor(gradients[key], dtype), **terms[dtype]))
         return [op for op in ops if op is not None]  # Eager ops return None.
 
     def _apply_torch(self, variables, gradients, learning_rate) -> None:
