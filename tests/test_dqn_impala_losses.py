@@ -172,8 +172,28 @@ def test_impala_numpy_reference_by_hand():
                                    weight_entropy=1.0)
     expected = np.log(2.0) * (2.5 + 3.0) + 0.5 * 0.5 * (2.5 ** 2 + 3.0 ** 2) - 2 * np.log(2.0)
     np.testing.assert_allclose(out, [expected])
-    np.testing.assert_allclose(rnp.clip_rewards(np.array([-2.0, 0.5, 3.0]), "soft_asymmetric"),
-                               [0.3 * np.tanh(-2.0), 5.0 * np.tanh(0.5), 5.0 * np.tanh(3.0)])
+
+
+def test_soft_asymmetric_clipping_gives_the_published_numbers():
+    """IMPALA's DMLab clipping (Espeholt et al. 2018): squeezed = tanh(r / 5), clipped = 5 * squeezed,
+    times 0.3 for r < 0. By hand: 5 * tanh(0.4) = 1.8997, -5 * 0.3 * tanh(0.4) = -0.5699,
+    5 * tanh(0.1) = 0.4983, 5 * tanh(0.6) = 2.6852; bounded by (-1.5, 5)."""
+    clipped = rnp.clip_rewards(np.array([2.0, -2.0, 0.5, 3.0, 0.0, 1e6, -1e6]), "soft_asymmetric")
+    np.testing.assert_allclose(clipped, [1.8997448, -0.5699234, 0.4983400, 2.6852478, 0.0, 5.0, -1.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("reward, expected", [(2.0, 1.8997448), (-2.0, -0.5699234)])
+def test_impala_loss_clips_soft_asymmetric_as_published(backend, reward, expected):
+    """One step, pi = mu, V = 0, terminal (no bootstrap): vs = pg_adv = clipped r, so the loss is
+    -log(1/3) * c + 0.5 * 0.5 * c^2 (weight_baseline 0.5, entropy weight 0) with c the published
+    clipped reward."""
+    loss_fn = IMPALALossFunction(discount=0.9, reward_clipping="soft_asymmetric", weight_entropy=0.0)
+    test = ComponentTest(loss_fn, input_spaces=IMPALA_SPACES, backend=backend)
+    f = np.float32
+    args = [np.zeros((1, 1, 3), f), np.full((1, 1, 3), 1.0 / 3.0, f), np.zeros((1, 1), f), np.zeros((1, 1), np.int32),
+            np.full((1, 1), reward, f), np.ones((1, 1), bool), np.zeros((1,), f)]
+    _, per_item = test.test(("loss", args))
+    np.testing.assert_allclose(per_item, [np.log(3.0) * expected + 0.25 * expected ** 2], rtol=1e-5)
 
 
 def test_impala_gradients_reach_logits_and_values_only(backend):

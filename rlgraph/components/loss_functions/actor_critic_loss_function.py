@@ -54,7 +54,7 @@ class ActorCriticLossFunction(LossFunction):
     Args:
         discount: gamma.
         reward_clipping: None, "clamp_one" (clip r_t to [-1, 1]) or "soft_asymmetric"
-            (0.3 * min(tanh(r_t), 0) + 5 * max(tanh(r_t), 0), as IMPALA, https://arxiv.org/abs/1802.01561).
+            (5 * tanh(r_t / 5), negative values scaled by 0.3, as IMPALA, https://arxiv.org/abs/1802.01561).
         weight_pg: Weight of the policy-gradient term; None for 1.0.
         weight_baseline: Weight of the value (baseline) term; None for 0.5.
         weight_entropy: Weight of the entropy bonus; None for 0.01 (the paper's beta).
@@ -246,8 +246,8 @@ class ActorCriticLossFunction(LossFunction):
         if self.reward_clipping == "clamp_one":
             return clip(r_t, -1.0, 1.0)
         if self.reward_clipping == "soft_asymmetric":
-            squashed = tanh(r_t)
-            return 0.3 * minimum(squashed, 0.0) + 5.0 * maximum(squashed, 0.0)
+            squashed = tanh(r_t / 5.0)  # 5 * tanh(r / 5), negative values scaled by 0.3.
+            return 1.5 * minimum(squashed, 0.0) + 5.0 * maximum(squashed, 0.0)
         return r_t
 
     def _returns(self, values, rewards, terminals, bootstrapped_value):

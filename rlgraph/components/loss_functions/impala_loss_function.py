@@ -44,8 +44,9 @@ class IMPALALossFunction(LossFunction):
     0.00025 are those of the paper's DMLab experiments (the entropy cost was tuned per task there).
     The numpy reference is `rlgraph.utils.numpy.impala_loss_per_item`.
 
-    Reward clipping: "clamp_one" clips r_t to [-1, 1]; "soft_asymmetric" is the paper's
-    0.3 * min(tanh(r_t), 0) + 5.0 * max(tanh(r_t), 0); None leaves r_t unchanged.
+    Reward clipping: "clamp_one" clips r_t to [-1, 1]; "soft_asymmetric" is the paper's DMLab
+    squashing 5 * tanh(r_t / 5), with negative values scaled by 0.3 (r_t = 2 gives 1.90, r_t = -2
+    gives -0.57); None leaves r_t unchanged.
 
     Shapes (batch-major, B rows of T steps): logits_actions_pi, action_probs_mu [B, T, A];
     values [B, T] (or [B, T, 1]); actions [B, T] (int); rewards [B, T] (float); terminals [B, T]
@@ -232,12 +233,12 @@ class IMPALALossFunction(LossFunction):
             import tensorflow as tf
             if self.reward_clipping == "clamp_one":
                 return tf.clip_by_value(r_t, -1.0, 1.0)
-            squashed = tf.tanh(r_t)
-            return 0.3 * tf.minimum(squashed, 0.0) + 5.0 * tf.maximum(squashed, 0.0)
+            squashed = tf.tanh(r_t / 5.0)  # Has the sign of r_t.
+            return 1.5 * tf.minimum(squashed, 0.0) + 5.0 * tf.maximum(squashed, 0.0)
         if self.reward_clipping == "clamp_one":
             return r_t.clamp(-1.0, 1.0)
-        squashed = r_t.tanh()
-        return 0.3 * squashed.clamp(max=0.0) + 5.0 * squashed.clamp(min=0.0)
+        squashed = (r_t / 5.0).tanh()
+        return 1.5 * squashed.clamp(max=0.0) + 5.0 * squashed.clamp(min=0.0)
 
     @graph_fn
     def _graph_fn_loss_terms(self, logits_actions_pi, actions, values, vs, pg_advantages):

@@ -254,16 +254,17 @@ def dqfd_loss_per_item(q_tm1, a_tm1, r_t, d_t, qt_t, discount: float, expert_mas
 
 
 def clip_rewards(rewards, mode: Optional[str]) -> np.ndarray:
-    """IMPALA's reward clipping: "clamp_one" to [-1, 1]; "soft_asymmetric"
-    0.3 * min(tanh(r), 0) + 5.0 * max(tanh(r), 0) (https://arxiv.org/abs/1802.01561, DMLab); None: as is."""
+    """IMPALA's reward clipping: "clamp_one" to [-1, 1]; "soft_asymmetric" squashes r into (-1.5, 5)
+    as 5 * tanh(r / 5), with negative values scaled by 0.3 (https://arxiv.org/abs/1802.01561, DMLab:
+    r = 2 gives 1.90, r = -2 gives -0.57); None: as is."""
     r = _as_float(rewards)
     if mode is None:
         return r
     if mode == "clamp_one":
         return np.clip(r, -1.0, 1.0)
     if mode == "soft_asymmetric":
-        squashed = np.tanh(r)
-        return 0.3 * np.minimum(squashed, 0.0) + 5.0 * np.maximum(squashed, 0.0)
+        squashed = np.tanh(r / 5.0)  # Has the sign of r.
+        return 1.5 * np.minimum(squashed, 0.0) + 5.0 * np.maximum(squashed, 0.0)
     raise RLGraphError(f"unknown reward clipping {mode!r}", where="numpy.clip_rewards",
                        expected="'clamp_one', 'soft_asymmetric' or None")
 
