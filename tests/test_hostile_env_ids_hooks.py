@@ -83,6 +83,8 @@ def test_rlgraph_train_refuses_a_module_in_env(evil, tmp_path, capsys):
     name, marker = evil
     assert _train(_config(tmp_path, "CartPole-v1"), tmp_path / "run", "--env", f"{name}:CartPole-v1") == 2
     assert "--env" in capsys.readouterr().err
+    assert main(["train", "--algo", "dqn", "--env", f"{name}:CartPole-v1", "--output-dir", str(tmp_path / "r")]) == 2
+    assert "rlgraph train --algo dqn --env: an environment id may not name a module" in capsys.readouterr().err
     assert not marker.exists() and name not in sys.modules
 
 
