@@ -14,15 +14,24 @@ import pytest
 from rlgraph.backend_system import is_backend_installed
 from rlgraph.environments import AsyncVectorEnv, Environment, SequentialVectorEnv
 from rlgraph.environments.async_vector_env import ChildTraceback
+from rlgraph.environments.env_utils import ENV_MODULE_IMPORT_VARIABLE
 from rlgraph.execution.training import resolve_config, train, training_envs
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
 
 REPO = Path(__file__).resolve().parents[1]
 CARTPOLE = {"type": "openai-gym", "gym_env": "CartPole-v1"}
 # tests/envs_for_tests.py: the copy seeded `fail_seed` fails at its `fail_at`-th step (subprocesses
-# import the module through the gym id, as the test process does).
+# import the module through the gym id, as the test process does: tests using it take the fixture
+# `env_module_ids`, the opt-in to such ids).
 FAILING = {"type": "openai-gym", "gym_env": "envs_for_tests:RLGraphTest/Failing-v0", "fail_seed": 11, "fail_at": 3}
 BACKEND = "pytorch" if is_backend_installed("pytorch") else "tf"
+
+
+@pytest.fixture
+def env_module_ids(monkeypatch):
+    """Env ids may import their module part ("module:EnvId"), here and in the subprocesses, as in
+    `allow_env_module_import()` and `rlgraph train --allow-env-module-import`."""
+    monkeypatch.setenv(ENV_MODULE_IMPORT_VARIABLE, "1")
 
 
 def _run_both(env_spec, num_envs, steps, seed):
@@ -80,7 +89,7 @@ def test_grid_world_trajectories_renders_and_handles():
     envs.terminate()
 
 
-def test_an_env_exception_comes_back_as_the_sequential_error():
+def test_an_env_exception_comes_back_as_the_sequential_error(env_module_ids):
     errors = {}
     for cls in (SequentialVectorEnv, AsyncVectorEnv):
         envs = cls(3, FAILING, seed=10)  # Env 1 gets seed 11: its 3rd step raises.
@@ -113,7 +122,7 @@ def test_an_env_exception_comes_back_as_the_sequential_error():
     assert "envs_for_tests.py" in str(cause.__cause__) and "in _fail" in str(cause.__cause__)
 
 
-def test_a_worker_names_a_failing_async_env_as_a_sequential_one():
+def test_a_worker_names_a_failing_async_env_as_a_sequential_one(env_module_ids):
     from rlgraph.agents import Agent
     from rlgraph.execution import SingleThreadedWorker
     errors = []
@@ -132,7 +141,7 @@ def test_a_worker_names_a_failing_async_env_as_a_sequential_one():
     assert "env 1 of 3 in step 3 of its episode" in str(errors[1])
 
 
-def test_a_dead_subprocess_gives_an_env_error():
+def test_a_dead_subprocess_gives_an_env_error(env_module_ids):
     envs = AsyncVectorEnv(3, dict(FAILING, how="exit"), seed=10)
     envs.reset_all()
     envs.step([0, 0, 0])
@@ -177,7 +186,7 @@ def test_terminate_leaves_no_subprocess():
     assert [p.exitcode for p in processes] == [0, 0]
 
 
-def test_the_subprocesses_close_at_interpreter_exit(tmp_path):
+def test_the_subprocesses_close_at_interpreter_exit(tmp_path, env_module_ids):
     # Each env's gym close() writes a file: an env closed by the exit handler (not killed) leaves one.
     script = ("import sys; sys.path.insert(0, sys.argv[1])\n"
               "from rlgraph.environments import AsyncVectorEnv\n"

@@ -19,6 +19,7 @@ import numpy as np
 
 import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
+from rlgraph.environments.env_utils import allow_env_module_import
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError, RLGraphInterrupted
 
 # Exit status of a sub-command that needs an optional package (or backend) that is not installed.
@@ -94,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     visualize.add_argument("--env", help="environment id (default: from the config)")
     visualize.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend to build with")
     visualize.add_argument("--output", help="output file, .svg or .dot (default: <config name>.svg)")
+    for command in (train, evaluate, export, visualize):
+        command.add_argument("--allow-env-module-import", action="store_true",
+                             help="let env ids of the form MODULE:ENV_ID (in the config, --env or the checkpoint) "
+                                  "import MODULE, which registers ENV_ID; only for modules you trust")
     benchmark = commands.add_parser("benchmark", help="run a benchmark ('list' lists them)")
     benchmark.add_argument("name", help="a benchmark name, or 'list'")
     benchmark.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options (see NAME --help)")
@@ -376,7 +381,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 "benchmark": _benchmark}
     try:
         _check_options(args)
-        return commands[args.command](args)
+        # Env ids may name a module only when the command line says so (env_utils.check_env_id).
+        with allow_env_module_import(getattr(args, "allow_env_module_import", False)):
+            return commands[args.command](args)
     except RLGraphInterrupted as error:
         # The run saved a checkpoint; the status says which signal stopped it (128 + its number).
         print(f"rlgraph {args.command}: {error}", file=sys.stderr)

@@ -3,7 +3,7 @@ from rlgraph.environments.action_repeat import ActionRepeatEnv
 from rlgraph.environments.async_vector_env import AsyncVectorEnv
 from rlgraph.environments.atari import AtariEnv
 from rlgraph.environments.deepmind_lab import DeepmindLabEnv
-from rlgraph.environments.env_utils import RLGraphMissingDependencyError
+from rlgraph.environments.env_utils import RLGraphMissingDependencyError, allow_env_module_import
 from rlgraph.environments.environment import Environment
 from rlgraph.environments.grid_world import GridWorld
 from rlgraph.environments.openai_gym import OpenAIGymEnv
@@ -42,4 +42,5 @@ Environment.__unsupported_types__ = {
 register_environment_maker(Environment.from_spec)
 
 __all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv",
-           "AsyncVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError"]
+           "AsyncVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError",
+           "allow_env_module_import"]

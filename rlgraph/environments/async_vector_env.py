@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import multiprocessing.util  # (Registers its exit handler, which kills daemonic children, before ours.)
+import os
 import pickle
 import signal
 import time
@@ -13,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlgraph.environments.env_utils import resolve_seed
+from rlgraph.environments.env_utils import ENV_MODULE_IMPORT_VARIABLE, env_module_import_allowed, resolve_seed
 from rlgraph.environments.environment import Environment
 from rlgraph.environments.vector_env import VectorEnv, _stack, check_num_environments, split_actions, step_error
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError
@@ -128,8 +129,9 @@ class AsyncVectorEnv(VectorEnv):
         try:
             for index in range(self.num_environments):
                 conn, child_conn = context.Pipe()
-                process = context.Process(target=_child_main, args=(child_conn, env_spec), daemon=True,
-                                          name=f"rlgraph-env-{index}")
+                # The env-id opt-in goes along explicitly: a forkserver's children have its environment.
+                process = context.Process(target=_child_main, args=(child_conn, env_spec, env_module_import_allowed()),
+                                          daemon=True, name=f"rlgraph-env-{index}")
                 self._conns.append(conn)
                 process.start()
                 self._processes.append(process)
@@ -298,10 +300,12 @@ def _exception_payload(error: BaseException) -> Tuple[str, str, Optional[bytes],
     return type(error).__name__, str(error), pickled, "".join(traceback.format_exception(error))
 
 
-def _child_main(conn: Any, env_spec: Any) -> None:
+def _child_main(conn: Any, env_spec: Any, allow_env_module_import: bool = False) -> None:
     """A subprocess: builds its environment, reports (description, spaces), then serves commands
-    until "close" or until the parent goes away."""
+    until "close" or until the parent goes away. `allow_env_module_import`: the parent's
+    `env_module_import_allowed()`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle.
+    os.environ[ENV_MODULE_IMPORT_VARIABLE] = "1" if allow_env_module_import else "0"
     try:
         env = Environment.from_spec(env_spec)
         conn.send((True, (str(env), env.state_space, env.action_space)))

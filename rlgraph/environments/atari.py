@@ -7,7 +7,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from rlgraph.environments.env_utils import ATARI_INSTALL_HINT, import_optional
+from rlgraph.environments.env_utils import ATARI_INSTALL_HINT, check_env_id, import_optional
 from rlgraph.environments.openai_gym import OpenAIGymEnv
 from rlgraph.spaces import IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
@@ -67,6 +67,7 @@ class AtariEnv(OpenAIGymEnv):
             raise RLGraphError("invalid frame stack", where="AtariEnv(frame_stack)", expected="an int >= 1",
                                received=repr(frame_stack))
         self.game = self.game_id(game)
+        game_id = check_env_id(self.game, "AtariEnv(game)")  # Never "module:Game" (gymnasium imports module).
         self.frame_stack = int(frame_stack)
         self.grayscale = bool(grayscale)
         self.clip_rewards = bool(clip_rewards)
@@ -79,7 +80,7 @@ class AtariEnv(OpenAIGymEnv):
         if render_mode is not None:
             make_kwargs["render_mode"] = render_mode
         try:
-            env = gym.make(self.game, **make_kwargs)
+            env = gym.make(game_id, **make_kwargs)
         except gym.error.Error as error:
             raise RLGraphError("ale-py has no such game", where="AtariEnv(game)", received=repr(game),
                                hint=f"{error}; game names are CamelCase ids such as 'Pong' or 'SpaceInvaders'.") \

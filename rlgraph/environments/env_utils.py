@@ -5,12 +5,14 @@ stays free of gymnasium, ale-py, OpenCV, DeepMind Lab, TensorFlow and PyTorch.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import re
 import time
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 ATARI_INSTALL_HINT = "install it with `pip install -c constraints.txt -e \".[atari]\"`."
 
@@ -128,3 +130,87 @@ def removed_atari_id_replacement(env_id: str, is_registered: Callable[[str], boo
         return None
     return (f'{env_id} was removed from gym; the same environment is {{"gym_env": "{target}", {settings}}} '
             f"(keys of the environment spec, passed on to gymnasium.make).")
+
+
+# --- Environment ids -------------------------------------------------------------------------------
+# A gymnasium id without a module part: [namespace/]name[-vN] of letters, digits, "_", "-" and ".".
+ENV_ID = re.compile(r"(?:[\w-]+/)?[\w.-]+", re.ASCII)
+# The module part of gymnasium's "module:EnvId" form, when imports are allowed: a dotted module name.
+_ENV_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+# Set ("1") while env ids may import their module part (`rlgraph ... --allow-env-module-import`,
+# `allow_env_module_import()`); an environment variable, so that the subprocesses of an
+# AsyncVectorEnv, of `--seeds` and of a local Ray see it as well.
+ENV_MODULE_IMPORT_VARIABLE = "RLGRAPH_ALLOW_ENV_MODULE_IMPORT"
+ENV_ID_FORM = 'a registered gymnasium id such as "CartPole-v1" or "ALE/Pong-v5"'
+
+
+def env_module_import_allowed() -> bool:
+    """Whether env ids may name a module to import ("module:EnvId"); see `allow_env_module_import`."""
+    return os.environ.get(ENV_MODULE_IMPORT_VARIABLE) == "1"
+
+
+@contextlib.contextmanager
+def allow_env_module_import(allowed: bool = True) -> Iterator[None]:
+    """Within the block, an env id "module:EnvId" imports `module` (which registers EnvId with
+    gymnasium) before the env is made, as `gymnasium.make` would; outside it such an id is an
+    `RLGraphSpecError`. What `rlgraph train/evaluate/export/visualize --allow-env-module-import`
+    does for its run. Only for modules you trust: importing a module runs its code.
+
+    >>> with allow_env_module_import():
+    ...     env_module_import_allowed()
+    True
+    >>> env_module_import_allowed()
+    False
+    """
+    before = os.environ.get(ENV_MODULE_IMPORT_VARIABLE)
+    os.environ[ENV_MODULE_IMPORT_VARIABLE] = "1" if allowed else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_MODULE_IMPORT_VARIABLE, None)
+        else:
+            os.environ[ENV_MODULE_IMPORT_VARIABLE] = before
+
+
+def check_env_id(env_id: Any, where: str) -> str:
+    """The id to hand to gymnasium for env id `env_id`, which comes from a spec, a file or the
+    command line: "[namespace/]name[-vN]", nothing that gymnasium would import.
+
+    gymnasium imports the module part of "module:EnvId" before it looks the id up, so that form
+    is refused, unless `env_module_import_allowed()`: then the module is imported here and the id
+    without it is returned. Either way no ":" reaches gymnasium.
+
+    >>> check_env_id("ALE/Pong-v5", "test")
+    'ALE/Pong-v5'
+
+    Raises:
+        RLGraphSpecError: For an id of another form, a module part (unless allowed), or a module
+            that cannot be imported.
+    """
+    if isinstance(env_id, str) and ":" in env_id:
+        module, _, name = env_id.rpartition(":")
+        if not env_module_import_allowed():
+            raise RLGraphSpecError(
+                "an environment id may not name a module to import", where=where, expected=ENV_ID_FORM,
+                received=repr(env_id)[:120],
+                hint=f"gymnasium's 'module:EnvId' form imports '{module}', which runs its code. Import the module "
+                     "that registers the env in your own code and pass the made env object (OpenAIGymEnv(gym_env="
+                     "gymnasium.make(...))), or, for a module you trust, run the command with "
+                     "--allow-env-module-import.")
+        if not _ENV_MODULE.fullmatch(module) or "__main__" in module.split("."):
+            raise RLGraphSpecError("the module part of the environment id is not a module name", where=where,
+                                   expected="'package.module:EnvId' (no __main__)", received=repr(env_id)[:120])
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise RLGraphSpecError("cannot import the module of the environment id", where=where,
+                                   received=repr(env_id)[:120],
+                                   hint=f"{error}; the module must be importable (installed, or on PYTHONPATH) "
+                                        "and register the env with gymnasium.") from None
+        env_id = name
+    if not isinstance(env_id, str) or not ENV_ID.fullmatch(env_id):
+        raise RLGraphSpecError("not an environment id", where=where, expected=ENV_ID_FORM,
+                               received=repr(env_id)[:120],
+                               hint="an id is [namespace/]name[-vN] of letters, digits, '_', '-' and '.'.")
+    return env_id

@@ -5,8 +5,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from rlgraph.environments.env_utils import (ATARI_INSTALL_HINT, RLGraphMissingDependencyError, import_gym,
-                                            legacy_gym_has_new_api, removed_atari_id_replacement, resolve_seed)
+from rlgraph.environments.env_utils import (ATARI_INSTALL_HINT, RLGraphMissingDependencyError, check_env_id,
+                                            import_gym, legacy_gym_has_new_api, removed_atari_id_replacement,
+                                            resolve_seed)
 from rlgraph.environments.environment import Environment
 from rlgraph.spaces import FloatBox, IntBox, Space, space_from_gym
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
@@ -39,6 +40,9 @@ class OpenAIGymEnv(Environment):
 
     Args:
         gym_env: A registered id (made with `gymnasium.make(gym_env, **kwargs)`) or a made env object.
+            gymnasium's "module:EnvId" form (which imports `module`) is refused unless
+            `allow_env_module_import` (`--allow-env-module-import`) is on; import the module
+            yourself and pass the env object instead.
         frameskip: How often each action is repeated (None: once).
         max_num_noops: On a true reset, take a random number in [1, max_num_noops] of `noop_action`
             steps (0: none). The number comes from the seeded generator of `seed`.
@@ -58,7 +62,8 @@ class OpenAIGymEnv(Environment):
         RLGraphError: For invalid arguments or an id that gymnasium cannot make.
         RLGraphSpecError: If the env's constructor rejects `kwargs`, or for an id gymnasium does not
             register (any more); the hint names the replacement (e.g. "Pendulum-v1" for
-            "Pendulum-v0", "ALE/Pong-v5" with its frameskip settings for "PongDeterministic-v4").
+            "Pendulum-v0", "ALE/Pong-v5" with its frameskip settings for "PongDeterministic-v4");
+            for an id that is not "[namespace/]name[-vN]" or that names a module (see above).
         RLGraphMissingDependencyError: If neither gymnasium nor gym is installed, or an ALE id is
             given without ale-py.
     """
@@ -106,8 +111,13 @@ class OpenAIGymEnv(Environment):
                                    expected="a registered env id or an object with step, reset, observation_space "
                                             "and action_space", received=repr(gym_env))
             return gym_env, frameskip or 1
-        is_ale = self._prepare_id(gym_env)
+        # Only an id reaches gym.make: never "module:EnvId", which gymnasium would import
+        # (`check_env_id`); nor in the `env_id` that gymnasium's legacy-gym shims make in turn.
+        gym_env = check_env_id(gym_env, "OpenAIGymEnv(gym_env)")
         make_kwargs = dict(kwargs)
+        if "env_id" in make_kwargs:
+            make_kwargs["env_id"] = check_env_id(make_kwargs["env_id"], f"OpenAIGymEnv({gym_env!r}, env_id)")
+        is_ale = self._prepare_id(gym_env)
         if render_mode is not None and self._new_api:
             make_kwargs["render_mode"] = render_mode
         own_frameskip = frameskip or 1

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import rlgraph
 from rlgraph.agents import (ActorCriticAgent, Agent, ApexAgent, DDPGAgent, DQNAgent, IMPALAAgent, PPOAgent,
                             SACAgent)
+from rlgraph.environments.env_utils import check_env_id
 from rlgraph.execution.env_ids import ATARI_NAMESPACE, default_env_spec, env_id, reward_threshold, with_env_id
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
@@ -224,6 +225,7 @@ def algo_config(algo: str, new_id: str, where: str = "rlgraph train --algo") -> 
     if not isinstance(new_id, str) or not new_id:
         raise RLGraphSpecError("--algo needs an environment id", where=f"{where} {name} --env",
                                expected="a gymnasium id such as CartPole-v1", received=repr(new_id))
+    check_env_id(new_id, f"{where} {name} --env")  # Never "module:EnvId" (unless allowed): gymnasium imports it.
     tuned = TUNED_CONFIGS.get((cls, new_id))
     if tuned is None and new_id.startswith(ATARI_NAMESPACE):
         tuned = next((file for (c, i), file in TUNED_CONFIGS.items() if c is cls and i.startswith(ATARI_NAMESPACE)),

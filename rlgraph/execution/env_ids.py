@@ -9,6 +9,10 @@ and the section's other keys stay. A type without an id (a grid world, a random 
 The old `training_spec.stop_at_return` belongs to the old environment, so a new id brings its
 own: the `reward_threshold` of the gymnasium registry (None, train all steps, where it has none).
 
+An id is an id: gymnasium's "module:EnvId" form, which imports `module`, is refused in every id of
+a config (`check_env_ids`), of `--env` and of `train(env=...)`, unless the command says
+`--allow-env-module-import` (`rlgraph.environments.env_utils.check_env_id`).
+
 >>> with_env_id({"type": "atari", "game": "Pong", "frame_stack": 4}, "ALE/Breakout-v5")
 {'type': 'atari', 'game': 'ALE/Breakout-v5', 'frame_stack': 4}
 >>> env_id({"type": "action-repeat", "repeat": 2, "env_spec": {"type": "gym", "gym_env": "CartPole-v1"}})
@@ -23,11 +27,14 @@ from typing import Any, List, Mapping, Optional
 
 from rlgraph.environments import (ActionRepeatEnv, AtariEnv, DeepmindLabEnv, Environment, OpenAIGymEnv,
                                   VectorEnv)
+from rlgraph.environments.env_utils import check_env_id
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 # Environment class -> the constructor argument that holds its id. Subclasses come first (an
 # AtariEnv is an OpenAIGymEnv), so a class of a dotted-path "type" finds its closest base.
 ENV_ID_KEYS = ((AtariEnv, "game"), (OpenAIGymEnv, "gym_env"), (DeepmindLabEnv, "level_id"))
+# The ids that go to gymnasium (a DeepMind Lab level is no gymnasium id).
+GYM_ID_KEYS = ENV_ID_KEYS[:2]
 # Wrappers -> the argument that holds the wrapped environment's spec.
 WRAPPED_SPEC_KEYS = ((ActionRepeatEnv, "env_spec"), (VectorEnv, "env_spec"))
 # gymnasium ids of Atari games start with this namespace (ale-py registers it).
@@ -72,11 +79,17 @@ def with_env_id(spec: Mapping, new_id: str, where: str = "train(env)") -> dict:
     return spec
 
 
-def reward_threshold(new_id: Optional[str]) -> Optional[float]:
+def reward_threshold(new_id: Optional[str], where: str = "reward_threshold") -> Optional[float]:
     """`reward_threshold` of `new_id` in the gymnasium registry; None if it has none or is unknown
-    there (an unregistered id fails later, when the environment is made, with gymnasium's message)."""
+    there (an unregistered id fails later, when the environment is made, with gymnasium's message).
+
+    Raises:
+        RLGraphSpecError: For an id that names a module (gymnasium's `spec` would import it) or is
+            no id at all (`check_env_id`).
+    """
     if not new_id:
         return None
+    new_id = check_env_id(new_id, where)
     import gymnasium
     if new_id.startswith(ATARI_NAMESPACE):
         try:
@@ -102,6 +115,7 @@ def apply_env(config: dict, env: Any, keep_stop_at_return: bool = False, where: 
     """
     old = config.get("environment_spec")
     if isinstance(env, str):
+        check_env_id(env, where)
         config["environment_spec"] = default_env_spec(env) if old is None else with_env_id(old, env, where)
     else:
         config["environment_spec"] = env
@@ -111,8 +125,44 @@ def apply_env(config: dict, env: Any, keep_stop_at_return: bool = False, where: 
         if training is None:
             training = config["training_spec"] = {}
         if isinstance(training, dict):  # (Anything else is refused by resolve_config's check.)
-            training["stop_at_return"] = reward_threshold(new_id)
+            training["stop_at_return"] = reward_threshold(new_id, where)
     return config
+
+
+def check_env_ids(spec: Any, where: str = "environment_spec") -> None:
+    """Checks every env id in environment spec `spec` (of wrapped specs too) with `check_env_id`,
+    naming its key path, e.g. "environment_spec.env_spec.gym_env". Objects, factories and types
+    without ids pass: their constructors check what they get.
+
+    >>> spec = {"type": "action-repeat", "repeat": 2, "env_spec": {"type": "gym", "gym_env": "os:CartPole-v1"}}
+    >>> try:
+    ...     check_env_ids(spec)
+    ... except RLGraphSpecError as error:
+    ...     print(error.where)
+    environment_spec.env_spec.gym_env
+
+    Raises:
+        RLGraphSpecError: For an id that names a module (unless allowed) or is no id.
+    """
+    if not isinstance(spec, Mapping):
+        return
+    try:
+        env_class = Environment.resolve_type(spec.get("type"))
+    except RLGraphError:
+        return  # An unknown type: Environment.from_spec says so.
+    if not isinstance(env_class, type):
+        return
+    for cls, key in GYM_ID_KEYS:
+        if issubclass(env_class, cls):
+            value = spec.get(key)
+            if isinstance(value, str):
+                check_env_id(AtariEnv.game_id(value) if key == "game" and value.strip() else value, f"{where}.{key}")
+            break
+    if isinstance(spec.get("env_id"), str):  # gymnasium's legacy-gym shims make this id too.
+        check_env_id(spec["env_id"], f"{where}.env_id")
+    for cls, key in WRAPPED_SPEC_KEYS:
+        if issubclass(env_class, cls):
+            check_env_ids(spec.get(key), f"{where}.{key}")
 
 
 def _id_path(spec: Any, where: str) -> List[str]:

@@ -7,8 +7,10 @@ to the end of the run (`close`).
 
 `rlgraph train --hook package.module:Class` and `training_spec.hooks` name hooks; `load_hook`
 makes them. A hook named in a config file is never imported from a file that came with the
-config: its module must be imported already or belong to an installed distribution (see
-`load_hook`), and its class must subclass `Hook`.
+config nor from an arbitrary installed package: its module must be imported already, be
+rlgraph's, be named by an `rlgraph.hooks` entry point, or belong to an installed distribution
+that requires rlgraph (see `load_hook`). No hook comes from a `__main__` module, and its class
+must subclass `Hook`.
 
 >>> from rlgraph.execution.hooks import Hook, StepData
 >>> class CountRewards(Hook):
@@ -127,23 +129,53 @@ def check_hook_spec(spec: Any, where: str) -> Tuple[str, Dict[str, Any]]:
     return name, arguments
 
 
-def _installed(module_name: str) -> bool:
-    """Whether the top-level package of `module_name` belongs to an installed distribution (read
-    from the distributions' metadata; nothing is imported)."""
+# The entry-point group in which a package declares its hooks, e.g. in its pyproject.toml:
+# [project.entry-points."rlgraph.hooks"] alarm = "mypackage.hooks:Alarm".
+ENTRY_POINT_GROUP = "rlgraph.hooks"
+CONFIG_HOOK_RULE = (f"a module imported already, one of rlgraph's, one that an '{ENTRY_POINT_GROUP}' entry point of an "
+                    "installed distribution names, or one of an installed distribution that requires rlgraph")
+
+
+def _declared(module_name: str, class_name: str) -> bool:
+    """Whether an installed distribution declares "module_name:class_name" in the `rlgraph.hooks`
+    entry-point group (read from the metadata; nothing is imported)."""
+    return any(point.module == module_name and point.attr == class_name
+               for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _requires_rlgraph(distribution: str) -> bool:
+    """Whether installed distribution `distribution` lists rlgraph among its requirements."""
+    try:
+        requirements = importlib.metadata.distribution(distribution).requires or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    names = (re.match(r"[A-Za-z0-9._-]*", requirement).group(0) for requirement in requirements)
+    return any(re.sub(r"[-_.]+", "-", name).lower() == "rlgraph" for name in names)
+
+
+def _config_may_import(module_name: str, class_name: str) -> bool:
+    """The rule for a hook named in a config file (see `load_hook`), from metadata only."""
     top = module_name.split(".")[0]
-    return top == "rlgraph" or top in importlib.metadata.packages_distributions()
+    if top == "rlgraph" or _declared(module_name, class_name):
+        return True
+    distributions = importlib.metadata.packages_distributions().get(top)
+    # Every distribution that provides the top-level package (a namespace package has several).
+    return bool(distributions) and all(_requires_rlgraph(name) for name in distributions)
 
 
 def load_hook(spec: Any, where: str, from_config: bool) -> "Hook":
     """Makes the `Hook` a spec names (see `check_hook_spec`).
 
-    The rule that keeps a config file from running code that came with it: a hook named in a
-    config file (`from_config`) must come from a module that is imported already or whose
-    top-level package belongs to an installed distribution (pip's metadata: `pip install` or
-    `pip install -e` put it there), so a module file lying next to the config or in the working
-    directory is never imported. A hook given on the command line (`--hook`) or to
-    `train(hooks=...)` may come from any importable module: the user named it. Either way the
-    class must subclass `Hook`, and nothing else is called.
+    The rule that keeps a config file from running code that came with it or that lies around: a
+    hook named in a config file (`from_config`) must come from a module that is imported already
+    (nothing runs), that belongs to rlgraph, that an `rlgraph.hooks` entry point of an installed
+    distribution names with this class, or whose top-level package belongs to installed
+    distributions that require rlgraph (pip's metadata: `pip install` or `pip install -e` put it
+    there). So a module file lying next to the config or in the working directory, and the
+    modules of every other installed package, are never imported for it. A hook given on the
+    command line (`--hook`) or to `train(hooks=...)` may come from any importable module: the user
+    named it. No source may name a `__main__` module (importing one runs a program's command
+    line). Either way the class must subclass `Hook`, and nothing else is called.
 
     Raises:
         RLGraphSpecError: For a malformed name, a module that may not or cannot be imported, a
@@ -152,14 +184,20 @@ def load_hook(spec: Any, where: str, from_config: bool) -> "Hook":
     """
     name, arguments = check_hook_spec(spec, where)
     module_name, class_name = name.split(":")
+    if "__main__" in module_name.split("."):
+        raise RLGraphSpecError("a hook may not come from a __main__ module", where=where,
+                               expected="package.module:Class of a library module", received=repr(name),
+                               hint="importing a package's __main__ runs its command line; put the hook in a "
+                                    "module of its own.")
     module = sys.modules.get(module_name)
     if module is None:
-        if from_config and not _installed(module_name):
+        if from_config and not _config_may_import(module_name, class_name):
             raise RLGraphSpecError(
-                "a hook named in a config file must come from an installed package", where=where,
-                expected="a module of an installed distribution, or one imported already", received=repr(name),
-                hint="install the package that holds it (pip install -e .), or name the hook on the command "
-                     "line (rlgraph train ... --hook package.module:Class), which imports it.")
+                "a hook named in a config file must come from an installed package made for rlgraph", where=where,
+                expected=CONFIG_HOOK_RULE, received=repr(name),
+                hint=f"declare the hook in your package's '{ENTRY_POINT_GROUP}' entry points (or list rlgraph in its "
+                     "dependencies) and install it (pip install -e .), or name the hook on the command line "
+                     "(rlgraph train ... --hook package.module:Class), which imports it.")
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:

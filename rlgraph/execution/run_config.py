@@ -81,6 +81,9 @@ def resolve_config(config: Any, env: Any = None, backend: Optional[str] = None, 
                   where="train(env, --env)")
     if "environment_spec" not in config:
         raise RLGraphSpecError("no environment", where="train", hint="give --env ID or an environment_spec section.")
+    # Before anything is built: an id never names a module to import (env_ids.check_env_ids).
+    from rlgraph.execution.env_ids import check_env_ids
+    check_env_ids(config["environment_spec"])
     training = check_spec(config.get("training_spec"), TRAINING_SPEC_DEFAULTS, "training_spec", "train")
     if num_timesteps is not None:
         training["num_timesteps"] = num_timesteps
