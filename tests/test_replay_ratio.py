@@ -223,3 +223,27 @@ def test_apex_grid_world_2x2_solves_with_a_replay_ratio(pytorch):
         q = executor.local_agent.get_q_values(np.array([0, 2]))
         assert result["replay_ratio"] == 8.0
     np.testing.assert_allclose(q, [[0.81, -1.0, 0.9, 0.81], [0.81, 1.0, 0.9, 0.9]], atol=0.1)
+
+
+class _Logs:
+    """Records what `_log_workload` writes."""
+
+    def __init__(self):
+        self.scalars = []
+
+    def log_episodes(self, steps, returns, lengths):
+        pass
+
+    def log_scalars(self, step, scalars):
+        self.scalars.append((step, scalars))
+
+
+def test_rlgraph_train_logs_the_achieved_replay_ratio(pytorch):
+    from rlgraph.execution.distributed_training import _log_workload
+    logs = _Logs()
+    with ApexExecutor(GRID, _config(pytorch, replay_ratio=2.5)) as executor:
+        for steps in (20, 80):  # No records count before the shard can be sampled: no scalar yet.
+            _log_workload(logs, _run(executor, steps - executor.env_timesteps), steps, executor.local_agent)
+    assert "train/replay_ratio" not in logs.scalars[0][1]
+    # floor(2.5 * 60 / 8) = 18 updates over the 60 records inserted once the shard could be sampled.
+    assert logs.scalars[1][0] == 80 and logs.scalars[1][1]["train/replay_ratio"] == 18 * 8 / 60
