@@ -196,7 +196,8 @@ def test_a_slow_learner_gets_the_target_updates_per_record(pytorch, fake_actors,
         # The records counted are those of the tasks collected: in flight before, run since, not in flight now.
         assert executor.records_inserted - records == in_flight + sum(s[2] for s in starts) - \
             _records_in_flight(executor)
-        assert len(starts) >= 30
+        # 3 x 100 env steps collected are >= 30 tasks, of which only the 2 in flight before were not logged.
+        assert len(starts) >= 28
         owed = [ratio * (inserted - records) / BATCH - (done - updates) for inserted, done, _ in starts]
         assert max(owed) < slack + 1
     finally:
