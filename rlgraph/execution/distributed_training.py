@@ -149,4 +149,6 @@ def _log_workload(logs: Any, result: dict, steps: int, agent: Any) -> None:
                     "train/time_percentage": agent.time_percentage()})
     if not math.isnan(result["mean_policy_lag"]):
         scalars["train/mean_policy_lag"] = result["mean_policy_lag"]
+    if not math.isnan(result.get("replay_ratio", float("nan"))):  # (Ape-X, once learning started.)
+        scalars["train/replay_ratio"] = result["replay_ratio"]
     logs.log_scalars(steps, scalars)

@@ -42,6 +42,7 @@ class RayExecutor(metaclass=abc.ABCMeta):
             raise RLGraphSpecError("the agent config has no type", where=f"{type(self).__name__}(agent_config)",
                                    hint='e.g. "type": "apex".')
         self.executor_spec = self.ray_spec["executor_spec"]
+        self._check_ray_spec()
         if ray_address is not None:
             self.executor_spec["redis_address"] = ray_address
         self.environment_spec = environment_spec
@@ -53,6 +54,9 @@ class RayExecutor(metaclass=abc.ABCMeta):
         self.restart_log: List[dict] = []
         self.workload_results: List[dict] = []
         self.terminated = False
+
+    def _check_ray_spec(self) -> None:
+        """Subclasses refuse `ray_spec` keys they cannot honour (before Ray starts)."""
 
     # --- Ray ------------------------------------------------------------------------------------
     def _start_ray(self) -> None:
@@ -170,6 +174,7 @@ class RayExecutor(metaclass=abc.ABCMeta):
                         totals["timesteps"], num_timesteps, reports[-1]["timesteps_per_second"],
                         reports[-1]["updates_per_second"],
                         f", mean return (last {len(returns)}) {np.mean(returns):.2f}" if returns else "")
+        totals["updates"] += self._end_workload()
         runtime = max(time.monotonic() - start, 1e-9)
         returns = totals["episode_returns"]
         result = {
@@ -192,6 +197,11 @@ class RayExecutor(metaclass=abc.ABCMeta):
 
     def _begin_workload(self, num_timesteps: int) -> None:
         """Called at the start of each workload (e.g. to set schedule horizons)."""
+
+    def _end_workload(self) -> int:
+        """Called once a workload's env steps are collected (e.g. to let the learner catch up);
+        returns the learner updates it ran."""
+        return 0
 
     @abc.abstractmethod
     def _execute_step(self) -> Dict[str, Any]:

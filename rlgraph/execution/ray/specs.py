@@ -37,6 +37,7 @@ EXECUTOR_SPEC_DEFAULTS: Dict[str, Any] = {
     "num_gpus_per_worker": 0,
     "num_cpus_per_replay_actor": 1,
     "discard_queued_samples": False,   # drop sampled batches while the learn queue is full (else wait)
+    "replay_ratio": None,              # Ape-X: records sampled (updates x batch_size) per record inserted (None: off)
     "max_num_worker_restarts": 10,     # restarts of killed actors (workers and shards together)
     "mode": "ray",                     # "ray" or "inline" (plain objects in this process, no Ray)
     "actor_start_timeout": 120.0,      # seconds an actor may take to start before the run fails
@@ -63,6 +64,8 @@ APEX_REPLAY_SPEC_DEFAULTS: Dict[str, Any] = {
     "snapshot_interval": 0,            # records inserted into a shard between its snapshots (0: none)
     "snapshot_directory": None,        # where shards write snapshots (None: a temporary directory)
 }
+# A ratio beyond this would sample each record a million times: surely a typo (and keeps the counts exact).
+MAX_REPLAY_RATIO = 1e6
 MEMORY_SPEC_DEFAULTS: Dict[str, Any] = {"type": "mem-prioritized-replay", "capacity": 100000, "alpha": 0.6,
                                         "beta": 0.4, "epsilon": 1e-6}
 # Keys accepted for old configs but without effect on Ray 2 -> why.
@@ -144,6 +147,12 @@ def _check_values(spec: Dict[str, dict]) -> None:
     executor["num_gpus"] = check_number(executor["num_gpus"], "num_gpus", where, low=0, allow_none=True)
     executor["actor_start_timeout"] = check_number(executor["actor_start_timeout"], "actor_start_timeout", where,
                                                    low=0, low_inclusive=False)
+    executor["replay_ratio"] = check_number(
+        executor["replay_ratio"], "replay_ratio", where, low=0, high=MAX_REPLAY_RATIO, low_inclusive=False,
+        allow_none=True, hint="records the learner samples (updates x batch_size) per record inserted into the replay, "
+                              "e.g. 8 for DQN's batch of 32 every 4 env steps; null: the update_spec cadence.")
+    if executor["replay_ratio"] is not None:
+        executor["replay_ratio"] = float(executor["replay_ratio"])
     executor["discard_queued_samples"] = check_bool(executor["discard_queued_samples"], "discard_queued_samples",
                                                     where)
     if executor["redis_address"] is not None and not isinstance(executor["redis_address"], str):

@@ -115,6 +115,7 @@ class ApexActors:
         self._count_restart("replay shard", shard.index, error)
         self.actors.kill(shard.handle)
         in_flight = sum(records for _, kind, records in shard.other_tasks if kind == "add")
+        self._batches_lost += len(shard.sample_tasks)  # (They never reach the learner.)
         shard.sample_tasks.clear()  # Its other calls fail too; they must not count as further deaths.
         shard.other_tasks.clear()
         fresh = self._make_shard(shard.index, restore=self.snapshot_dir is not None)

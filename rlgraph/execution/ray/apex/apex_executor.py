@@ -13,6 +13,7 @@ import numpy as np
 from rlgraph.execution.ray.apex.actors import ApexActors, ShardSlot, WorkerSlot
 from rlgraph.execution.ray.apex.checkpoints import ApexCheckpoints
 from rlgraph.execution.ray.apex.learner import LearnerThread
+from rlgraph.execution.ray.apex.pacing import ApexPacing
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 LEARNER_MEMORY_SPEC = {"type": "mem-prioritized-replay", "capacity": 1}
 
 
-class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
+class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
     """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): many actors act with
     different epsilons and fill a sharded prioritized replay; one learner samples it.
 
@@ -42,6 +43,10 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
       queue of `learn_queue_size` batches; the new priorities go back to the shard that served
       the batch (dropped if that shard restarted since). Its env-step counter follows the
       collected steps, so `update_spec.sync_interval` and schedules count env steps as in DQN.
+    - **Pacing** (`pacing.py`): the learner gets `update_steps` batches per `update_interval` env
+      steps (on Ray: at most), or, with `executor_spec.replay_ratio` r, exactly floor(r * records
+      inserted / batch_size) updates by each workload's end, the workers waiting for it when it
+      falls behind.
     - **Weights**: once a worker has run `weight_sync_steps` env steps since its last weights
       and the learner has a newer version, it gets the newest; each version is `ray.put` once.
       Policy lag (learner version - the version a batch was acted with) is reported.
@@ -84,8 +89,6 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
         self.learner = None
         self.local_agent = None
         self._next_shard = 0
-        self._learning_start = 0      # Env steps when the shards first could be sampled.
-        self._batches_requested = 0   # Batches asked of the shards for the learner since then.
         self._workload_lags: List[int] = []
         try:
             self._setup()
@@ -111,6 +114,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
         self.check_resources(num_workers * spec["num_cpus_per_worker"] + num_shards * spec["num_cpus_per_replay_actor"],
                              num_workers * spec["num_gpus_per_worker"])
         self.batch_size = self.local_agent.update_spec["batch_size"]
+        self._init_pacing()
         self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
                                       capacity=max(1, self.replay_spec["memory_spec"]["capacity"] // num_shards))
         self.shard_min_size = max(self.replay_spec["min_sample_memory_size"] // num_shards, 1)
@@ -156,44 +160,26 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
         configured = self.local_agent.execution_spec.get("max_timesteps")
         self._horizon = int(configured) if configured else self.env_timesteps + num_timesteps
         self.local_agent.max_timesteps = self._horizon
+        self._begin_pacing()
         for worker in self.workers:
             self.actors.call(worker.handle, "set_max_timesteps", self._worker_horizon())
             self._submit_samples(worker)
 
     def _submit_samples(self, worker: WorkerSlot) -> None:
+        if self._hold(worker):  # (The learner is behind: `_release_workers` submits.)
+            return
         while len(worker.tasks) < self.executor_spec["env_interaction_task_depth"]:
             batch, meta = self.actors.call(worker.handle, "sample", self.executor_spec["num_worker_samples"],
                                            num_returns=2)
             worker.tasks.append((meta, batch))
 
-    def _update_allowance(self) -> int:
-        """How many more batches the learner may get now: `update_steps` per `update_interval` env
-        steps collected since the shards could first be sampled, minus those already requested
-        (none with `update_spec.do_updates` false). Inline this is the learner's cadence; on Ray an
-        upper bound (the learner runs as fast as it can below it)."""
-        spec = self.local_agent.update_spec
-        if not spec["do_updates"]:
-            return 0
-        if not any(s.size >= self.shard_min_size for s in self.shards):
-            self._learning_start = self.env_timesteps
-            return 0
-        due = (self.env_timesteps - self._learning_start) // spec["update_interval"] * spec["update_steps"]
-        return due - self._batches_requested
-
-    def _submit_sampling(self, shard: ShardSlot) -> None:
-        if self.mode == "inline":  # (Inline: `_learn_inline` samples.)
-            return
-        # (The allowance is asked first: while no shard can be sampled it moves the learning start.)
-        while self._update_allowance() > 0 and shard.size >= self.shard_min_size and \
-                len(shard.sample_tasks) < self.executor_spec["replay_sampling_task_depth"]:
-            shard.sample_tasks.append(self.actors.call(shard.handle, "sample"))
-            self._batches_requested += 1
-
-    def _execute_step(self) -> Dict[str, Any]:
+    def _execute_step(self, collect_samples: bool = True) -> Dict[str, Any]:
+        """One round: collects what finished (workers' batches unless `collect_samples` is false),
+        feeds the learner, hands out tasks."""
         self._check_learner()
         version_before = self.learner.version
         owners: Dict[Any, tuple] = {}
-        for worker in self.workers:
+        for worker in self.workers if collect_samples else ():
             for task in worker.tasks:
                 owners[task[0]] = ("worker", worker, task)
         for shard in self.shards:
@@ -217,19 +203,14 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
             for shard in self.shards:  # The allowance grows with the env steps collected.
                 self._submit_sampling(shard)
         self._return_priorities()
-        result["updates"] = self.learner.version - version_before
+        self._release_workers()
+        if not owners:  # (Every worker waits for the learner.)
+            self._wait_for_learner(version_before)
+        # (Counted from the last count, not from `version_before`: the learner thread may have
+        # finished an update between two rounds.)
+        version = self.learner.version
+        result["updates"], self._counted_version = version - self._counted_version, version
         return result
-
-    def _learn_inline(self) -> None:
-        """Inline mode: learns at DQN's cadence, `update_steps` updates per `update_interval` env
-        steps collected once the shards can be sampled (on Ray the learner runs as fast as it can)."""
-        while self._update_allowance() > 0:
-            ready = [s for s in self.shards if s.size >= self.shard_min_size]  # (A restart replaces a shard.)
-            shard = ready[self._batches_requested % len(ready)]
-            self._batches_requested += 1
-            self._on_sampled_batch(shard, self.actors.call(shard.handle, "sample"), own=False)
-            self.learner.process()
-            self._return_priorities()
 
     def _check_learner(self) -> None:
         if self.learner.error is not None:
@@ -253,6 +234,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
             shard = self.shards[self._next_shard % len(self.shards)]
             self._next_shard += 1
             shard.other_tasks.append((self.actors.call(shard.handle, "add", batch_ref), "add", meta["num_records"]))
+            self.records_inserted += meta["num_records"]
         self.env_timesteps += meta["timesteps"]
         self.env_frames += meta["env_frames"]
         self.local_agent.timesteps = self.env_timesteps  # Target syncs and schedules count env steps.
@@ -283,9 +265,12 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
         except Exception as error:  # noqa: BLE001
             if not self.actors.is_actor_death(error):
                 raise
+            self._batches_lost += 1
             self._restart_shard(shard, error)
             return
-        if batch is not None:
+        if batch is None:
+            self._batches_lost += 1
+        else:
             if self.executor_spec["discard_queued_samples"] and self.learner.inputs.full():
                 self.discarded += 1
             else:
@@ -345,7 +330,8 @@ class ApexExecutor(ApexActors, ApexCheckpoints, RayExecutor):
                 "max_policy_lag": int(np.max(lags)) if lags else 0,
                 "records_lost": self.records_lost, "replay_sizes": sizes,
                 "mean_loss": float(np.mean(self.learner.losses)) if self.learner.losses else float("nan"),
-                "worker_pids": [w.pid for w in self.workers], "shard_pids": [s.pid for s in self.shards]}
+                "worker_pids": [w.pid for w in self.workers], "shard_pids": [s.pid for s in self.shards],
+                **self._pacing_statistics()}
 
     def result_by_worker(self, worker_index: Optional[int] = None) -> Dict[str, Any]:
         """Statistics of each sample worker (or of one): timesteps, episodes, episode returns,

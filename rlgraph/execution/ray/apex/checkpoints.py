@@ -108,7 +108,7 @@ class ApexCheckpoints:
         self.env_timesteps, self.env_frames = counters["env_timesteps"], counters["env_frames"]
         self.records_lost, self.num_restarts = counters["records_lost"], counters["restarts"]
         self.local_agent.timesteps = self.env_timesteps
-        self._learning_start, self._batches_requested = self.env_timesteps, 0  # No catch-up burst.
+        self._reset_pacing()  # No catch-up burst.
         self._weights = (-1, None)
         self._broadcast_weights()
         for worker in self.workers:

@@ -33,6 +33,7 @@ class LearnerThread(threading.Thread):
         self.update_time = 0.0
         self.error: Optional[BaseException] = None
         self._stop_event = threading.Event()
+        self._updated = threading.Condition()  # Notified after each update (and on an error).
 
     def run(self) -> None:
         while not self._stop_event.is_set():
@@ -44,6 +45,8 @@ class LearnerThread(threading.Thread):
                 self._learn(item)
             except BaseException as error:  # noqa: BLE001 - handed to the driver, which raises it
                 self.error = error
+                with self._updated:
+                    self._updated.notify_all()
                 return
 
     def process(self) -> int:
@@ -67,6 +70,14 @@ class LearnerThread(threading.Thread):
         self.update_time += time.perf_counter() - start
         self.losses.append(float(loss))
         self.outputs.put((shard, generation, indices, priorities))
+        with self._updated:
+            self._updated.notify_all()
+
+    def wait_for_update(self, version: int, timeout: float) -> bool:
+        """Waits up to `timeout` s until the learner's version exceeds `version` (or it failed);
+        returns whether it does."""
+        with self._updated:
+            return self._updated.wait_for(lambda: self.version > version or self.error is not None, timeout)
 
     def stop(self) -> None:
         self._stop_event.set()

@@ -99,6 +99,15 @@ class IMPALAExecutor(RayExecutor):
             self.terminate()
             raise
 
+    def _check_ray_spec(self) -> None:
+        if self.executor_spec["replay_ratio"] is not None:
+            raise RLGraphSpecError(
+                "IMPALA has no replay ratio to set", where="ray_spec.executor_spec(replay_ratio)", expected=None,
+                received=self.executor_spec["replay_ratio"],
+                hint="IMPALA learns from each rollout row exactly once (batch_size rows per update) and its actors "
+                     "wait while the queue is full, so its updates per env step do not depend on the load. "
+                     "replay_ratio paces Ape-X; remove it here.")
+
     @staticmethod
     def learner_config(agent_config: dict) -> dict:
         """The learner's agent config: an "impala" agent in the learner role, without ray_spec."""
