@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import test_impala_executor as impala_tests
+from rlgraph.benchmarks import common, impala
 from rlgraph.execution.ray import ApexExecutor, IMPALAExecutor
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError
 from test_apex_executor import GRID, _config, _log_samples, _run, pytorch  # noqa: F401 - pytorch is a fixture
@@ -169,3 +170,35 @@ def test_records_lost_after_loading_a_checkpoint_counts_from_the_loaded_shard(py
         # from the executor's own snapshot, which did not exist, gave 40 + 19).
         assert second.num_restarts == 1 and stats["size"] == stats["restored_records"] == CAPACITY
         assert _records(log)[:2] == [9, 10] and second.records_lost == 19
+
+
+# --- Item 15a: benchmark contenders in their own processes ------------------------------------------
+
+
+def failing_contender(job):
+    """A contender that fails as RLlib's did after a Ray restart in the same process."""
+    raise IndexError("list index out of range (the actor never ran - it was cancelled before it started running)")
+
+
+@pytest.mark.slow  # Two spawned processes, one of them builds and runs two agents.
+def test_impala_benchmark_reports_a_failed_contender_and_keeps_the_others(pytorch, monkeypatch, capsys):
+    monkeypatch.setitem(impala.CONTENDERS, "executor", failing_contender)
+    result = impala.main(["--mode", "inline", "--no-rllib", "--backend", pytorch, "--actors", "1",
+                          "--timesteps", "100"])
+    measured = result["backends"][pytorch]
+    for name in ("CartPole-v1-1", "SleepyCartPole-1"):
+        run = measured["runs"][name]
+        assert run["single"]["frames_per_s"] > 0 and run["single"]["updates"] > 0
+        assert run["executor"] == {"error": "IndexError: list index out of range (the actor never ran - it was "
+                                            "cancelled before it started running)"}
+    assert measured["scaling_executor"] is None and measured["scaling_single"] == pytest.approx(1.0)
+    table = capsys.readouterr().out
+    rows = [line for line in table.splitlines()
+            if line.startswith(("CartPole-v1 ", "SleepyCartPole ")) and "actors:" not in line]
+    assert len(rows) == 2 and all("failed: IndexError: list index out of range" in row for row in rows)
+    assert "IMPALAExecutor -" in table  # (No scaling without the executor's runs.)
+
+
+def test_a_contender_whose_process_dies_is_an_error():
+    assert common.run_isolated(os._exit, 3)["error"].startswith("the process died")
+    assert common.run_isolated(divmod, 7, 2) == (3, 1)
