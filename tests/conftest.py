@@ -20,6 +20,7 @@ RAY_MODULES = {
     "test_apex_ray.py",
     "test_apex_ray_cluster.py",
     "test_cli_apex.py",
+    "test_hostile_distributed_ray.py",
     "test_impala_ray.py",
 }
 

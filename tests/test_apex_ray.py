@@ -11,9 +11,7 @@ depend on the backend, and `test_workload_on_ray` runs the Ray path on both back
 on Ray costs twice the time of a PyTorch one here).
 """
 import os
-import shutil
 import signal
-import tempfile
 import time
 
 import numpy as np
@@ -22,6 +20,7 @@ import pytest
 from rlgraph.backend_system import is_backend_installed
 from rlgraph.execution.ray import ApexExecutor
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError
+from ray_helpers import local_ray_session
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (install the '.[test]' extra)")
 
@@ -34,15 +33,8 @@ NUM_WORKER_SAMPLES = 50
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray of 2 CPUs in this process for the module; always shut down afterwards."""
-    if ray.is_initialized():
-        pytest.fail("Ray is already initialized in this process; the Ray tests start their own")
-    temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")  # Short: Ray's socket paths have a length limit.
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+    with local_ray_session(ray):
         yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def apex_cartpole_config(backend, seed=1, **executor):

@@ -4,11 +4,14 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import multiprocessing
 import os
 import platform
 import statistics
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -152,6 +155,40 @@ def environment_info() -> dict:
         except metadata.PackageNotFoundError:
             continue
     return info
+
+
+def guarded_call(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, or {"error": "<exception type>: <message>"} if it raises (one failed run of a
+    benchmark is a row with its error, not the end of the benchmark)."""
+    try:
+        return fn(*args)
+    except Exception as error:  # noqa: BLE001 - any failure of a contender is reported, not raised
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def run_isolated(fn: Callable[..., Any], *args: Any) -> Any:
+    """`guarded_call(fn, *args)` in a new spawned process (one at a time: timed runs never overlap).
+
+    Each benchmark contender runs in a process of its own, as the learning study's runs do: what
+    one leaves behind (a Ray it started and stopped, threads, a backend's global settings) cannot
+    break the next, and a crash ends only its own process. `fn` and `args` must pickle (`fn` a
+    module-level function).
+
+    Returns:
+        What `fn` returned, or {"error": ...} if it raised or its process died.
+    """
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return pool.submit(guarded_call, fn, *args).result()
+    except BrokenProcessPool as error:
+        return {"error": f"the process died ({error})"}
+    except Exception as error:  # noqa: BLE001 - e.g. a result or argument that does not pickle
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def failed(value: Any) -> Optional[str]:
+    """The error of a `guarded_call` / `run_isolated` result, or None."""
+    return value.get("error") if isinstance(value, dict) else None
 
 
 def write_results(result: dict, out: Optional[str]) -> Optional[str]:

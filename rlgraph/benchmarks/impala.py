@@ -14,7 +14,13 @@ actors, a seed, one backend thread and 0.25 logical Ray CPUs per actor. Runs, si
 each on CartPole-v1 and on `SleepyCartPole` (CartPole-v1 whose step sleeps 2 ms: latency-bound,
 as remote simulators are). Target: 4 actors >= 3.0x 1 actor on the latency-bound env. `--learning`
 adds the wall time and env steps to a mean training return of 450 on CartPole-v1 for rlgraph's
-executor and RLlib. Build and start-up are not timed (each run warms up first). Run:
+executor and RLlib. Build and start-up are not timed (each run warms up first).
+
+Each contender runs in a spawned process of its own, one after another (`common.run_isolated`):
+single-impala's runs of a backend in one, the executor's in another (with its own Ray in mode
+"ray"), each RLlib run in its own (RLlib starts and stops a Ray of its own). A contender or run
+that fails is a row with its error in the table (and {"error": ...} in the results); the others
+are measured as usual. Run:
 
     rlgraph benchmark impala [--backend pytorch tf] [--actors 1 2 4] [--timesteps 4000] [--learning] [--quick]
 """
@@ -26,7 +32,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from rlgraph.benchmarks.apex import sleepy_env_spec, start_ray
-from rlgraph.benchmarks.common import format_table, load_agent_spec, make_parser, select_backends, write_results
+from rlgraph.benchmarks.common import (failed, format_table, guarded_call, load_agent_spec, make_parser, run_isolated,
+                                       select_backends, write_results)
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -145,15 +152,76 @@ def run_learning(spec: dict, backend: str, mode: str, max_steps: int) -> dict:
         executor.terminate()
 
 
+def single_contender(job: dict) -> dict:
+    """single-impala's runs of one backend (a contender's process): {"runs": {name: figures or {"error"}}}."""
+    return {"runs": {name: guarded_call(run_single, impala_config(job["spec"], job["backend"], job["mode"], actors),
+                                        env_spec, actors, timesteps)
+                     for name, env_spec, actors, timesteps in job["runs"]}}
+
+
+def executor_contender(job: dict) -> dict:
+    """`IMPALAExecutor`'s runs of one backend (a contender's process, with its own Ray in mode "ray"):
+    {"runs": {name: figures or {"error"}}, "learning": ... (with `learning_steps`)}."""
+    owns_ray = job["mode"] == "ray" and start_ray(job["ray_cpus"])
+    try:
+        out: Dict[str, Any] = {"runs": {
+            name: guarded_call(run_executor, impala_config(job["spec"], job["backend"], job["mode"], actors),
+                               env_spec, timesteps)
+            for name, env_spec, actors, timesteps in job["runs"]}}
+        if job["learning_steps"]:
+            out["learning"] = guarded_call(run_learning, job["spec"], job["backend"], job["mode"],
+                                           job["learning_steps"])
+        return out
+    finally:
+        if owns_ray:
+            import ray
+            ray.shutdown()
+
+
+def rllib_contender(job: dict) -> Optional[dict]:
+    """One RLlib run (a contender's process): its figures, or None without RLlib."""
+    return run_rllib(job["spec"], job["actors"], job["timesteps"], job["sleepy"], job["learning"])
+
+
+# Contender -> the function its process runs (module-level, so that a spawned process finds it).
+CONTENDERS = {"single": single_contender, "executor": executor_contender, "rllib": rllib_contender}
+
+
+def run_contender(kind: str, job: dict) -> dict:
+    """The rlgraph contender `kind`'s runs of `job` in a process of its own; if the contender
+    failed as a whole (its process died, Ray did not start), each of its runs carries that error."""
+    outcome = run_isolated(CONTENDERS[kind], job)
+    error = failed(outcome)
+    if error is not None:
+        outcome = {"runs": {name: {"error": error} for name, *_ in job["runs"]}, "learning": {"error": error}}
+    return outcome
+
+
+def _cell(run: dict, key: str) -> Any:
+    error = failed(run)
+    return f"failed: {error}" if error is not None else run[key]
+
+
+def _scaling(first: dict, last: dict) -> Optional[float]:
+    if failed(first) is not None or failed(last) is not None or not first["frames_per_s"]:
+        return None
+    return last["frames_per_s"] / first["frames_per_s"]
+
+
 def print_peer(result: dict, peer: dict, actors: List[int]) -> None:
-    """RLlib's frames/s next to rlgraph's (PyTorch runs, when measured) and the ratios."""
+    """RLlib's frames/s next to rlgraph's (PyTorch runs, when measured) and the ratios; a failed
+    RLlib run is a row with its error."""
     runs = (result["backends"].get("pytorch") or {}).get("runs", {})
     rows = []
     for name, item in peer.items():
         if name == "learning" or item is None:
             continue
         ours = runs.get(name, {})
-        best = max((ours[k]["frames_per_s"] for k in ("single", "executor") if k in ours), default=None)
+        best = max((ours[k]["frames_per_s"] for k in ("single", "executor") if k in ours and not failed(ours[k])),
+                   default=None)
+        if failed(item) is not None:
+            rows.append([name, f"failed: {failed(item)}", "-", best if best is not None else "-", "-"])
+            continue
         # rlgraph's figures exclude the warm-up, so the ratio uses RLlib's rate after its warm-up.
         steady = item.get("steady_frames_per_second") or item["frames_per_second"]
         rows.append([name, item["frames_per_second"], steady, best if best is not None else "-",
@@ -184,42 +252,43 @@ def main(argv: Optional[List[str]] = None) -> dict:
     spec, source = load_agent_spec(args.config, CONFIG_FILE, IMPALA_CARTPOLE_SPEC, "IMPALA_CARTPOLE_SPEC")
     result: Dict[str, Any] = {"benchmark": "impala", "config": source, "mode": args.mode, "quick": args.quick,
                               "actors": actors, "timesteps_per_actor": per_actor, "backends": {}}
-    owns_ray = args.mode == "ray" and start_ray(args.ray_cpus)
-    try:
-        for backend in select_backends(args.backend, "rlgraph benchmark impala (--backend)"):
-            rows, runs = [], {}
-            for env_name, env_spec in (("CartPole-v1", PLAIN_ENV), ("SleepyCartPole", sleepy_env_spec(0.002))):
-                for n in actors:
-                    config = impala_config(spec, backend, args.mode, n)
-                    single = run_single(config, env_spec, n, per_actor * n)
-                    executor = run_executor(config, env_spec, per_actor * n)
-                    runs[f"{env_name}-{n}"] = {"single": single, "executor": executor}
-                    rows.append([env_name, n, single["frames_per_s"], executor["frames_per_s"],
-                                 f"{single['mean_policy_lag']:.1f}", f"{executor['mean_policy_lag']:.1f}"])
-            measured: Dict[str, Any] = {"runs": runs}
-            first, last = actors[0], actors[-1]
-            for kind in ("single", "executor"):
-                measured[f"scaling_{kind}"] = runs[f"SleepyCartPole-{last}"][kind]["frames_per_s"] / \
-                    runs[f"SleepyCartPole-{first}"][kind]["frames_per_s"]
-            if args.learning:
-                measured["learning"] = run_learning(spec, backend, args.mode, args.learning_steps)
-            result["backends"][backend] = measured
-            print(f"IMPALA, {backend}: env frames/s while learning ({args.mode} executor)")
-            print(format_table(["env", "actors", "single-impala (threads)", "IMPALAExecutor", "lag (single)",
-                                "lag (executor)"], rows))
-            print(f"SleepyCartPole {last} / {first} actors: single-impala {measured['scaling_single']:.2f}x, "
-                  f"IMPALAExecutor {measured['scaling_executor']:.2f}x (target >= {SCALING_TARGET:.1f}x for 4 / 1)")
-            if "learning" in measured:
-                print(f"to mean return {TARGET_RETURN:g}: {measured['learning']}")
-    finally:
-        if owns_ray:
-            import ray
-            ray.shutdown()
-    if not args.no_rllib and args.mode == "ray":
-        peer = {f"{env}-{n}": run_rllib(spec, n, per_actor * n, env == "SleepyCartPole", False)
-                for env in ("CartPole-v1", "SleepyCartPole") for n in actors}
+    envs = (("CartPole-v1", PLAIN_ENV), ("SleepyCartPole", sleepy_env_spec(0.002)))
+    for backend in select_backends(args.backend, "rlgraph benchmark impala (--backend)"):
+        job = {"spec": spec, "backend": backend, "mode": args.mode, "ray_cpus": args.ray_cpus,
+               "learning_steps": args.learning_steps if args.learning else None,
+               "runs": [(f"{env_name}-{n}", env_spec, n, per_actor * n) for env_name, env_spec in envs for n in actors]}
+        outcomes = {kind: run_contender(kind, job) for kind in ("single", "executor")}
+        runs, rows = {}, []
+        for name, _, n, _ in job["runs"]:
+            runs[name] = {kind: outcomes[kind]["runs"][name] for kind in ("single", "executor")}
+            single, executor = runs[name]["single"], runs[name]["executor"]
+            rows.append([name.rsplit("-", 1)[0], n, _cell(single, "frames_per_s"), _cell(executor, "frames_per_s"),
+                         "-" if failed(single) else f"{single['mean_policy_lag']:.1f}",
+                         "-" if failed(executor) else f"{executor['mean_policy_lag']:.1f}"])
+        measured: Dict[str, Any] = {"runs": runs}
+        first, last = actors[0], actors[-1]
+        for kind in ("single", "executor"):
+            measured[f"scaling_{kind}"] = _scaling(runs[f"SleepyCartPole-{first}"][kind],
+                                                   runs[f"SleepyCartPole-{last}"][kind])
         if args.learning:
-            peer["learning"] = run_rllib(spec, 2, args.learning_steps, False, True)
+            measured["learning"] = outcomes["executor"].get("learning")
+        result["backends"][backend] = measured
+        print(f"IMPALA, {backend}: env frames/s while learning ({args.mode} executor)")
+        print(format_table(["env", "actors", "single-impala (threads)", "IMPALAExecutor", "lag (single)",
+                            "lag (executor)"], rows))
+        scaling = {kind: "-" if measured[f"scaling_{kind}"] is None else f"{measured[f'scaling_{kind}']:.2f}x"
+                   for kind in ("single", "executor")}
+        print(f"SleepyCartPole {last} / {first} actors: single-impala {scaling['single']}, "
+              f"IMPALAExecutor {scaling['executor']} (target >= {SCALING_TARGET:.1f}x for 4 / 1)")
+        if "learning" in measured:
+            print(f"to mean return {TARGET_RETURN:g}: {measured['learning']}")
+    if not args.no_rllib and args.mode == "ray":
+        peer = {f"{env}-{n}": run_isolated(CONTENDERS["rllib"], {"spec": spec, "actors": n, "timesteps": per_actor * n,
+                                                                 "sleepy": env == "SleepyCartPole", "learning": False})
+                for env, _ in envs for n in actors}
+        if args.learning:
+            peer["learning"] = run_isolated(CONTENDERS["rllib"], {"spec": spec, "actors": 2, "sleepy": False,
+                                                                  "timesteps": args.learning_steps, "learning": True})
         result["rllib"] = peer
         print_peer(result, peer, actors)
     path = write_results(result, args.out)

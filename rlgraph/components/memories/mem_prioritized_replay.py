@@ -233,8 +233,13 @@ class MemPrioritizedReplay:
         self.max_priority = 1.0
 
     # --- Persistence -----------------------------------------------------------------------------
-    def save(self, path: str) -> str:
+    def save(self, path: str, extra: Optional[Dict[str, int]] = None) -> str:
         """Writes records, priorities, positions, max priority and RNG state to `path` (.npz).
+
+        Args:
+            path: The file.
+            extra: Integers stored with them under "extra_<name>" (an owner's counters that must
+                match the records, e.g. a replay shard's insert count); `load` ignores them.
 
         Returns:
             The path written (".npz" appended if missing).
@@ -250,6 +255,7 @@ class MemPrioritizedReplay:
                       index=np.int64(self.index), size=np.int64(self.size), max_priority=np.float64(self.max_priority),
                       rng_keys=keys, rng_position=np.int64(pos), rng_has_gauss=np.int64(has_gauss),
                       rng_cached_gaussian=np.float64(cached))
+        values.update({f"extra_{name}": np.int64(value) for name, value in (extra or {}).items()})
         return write_npz(path, values)
 
     def load(self, path: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import abc
 import logging
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -126,6 +126,36 @@ class RayExecutor(metaclass=abc.ABCMeta):
                                           expected=f"at most {limit} restarts", received=self.num_restarts) from error
         logger.warning("%s %d died (%s); restarting it (%d of %d restarts).", kind, index, type(error).__name__,
                        self.num_restarts, limit)
+
+    def _call_each(self, slots: Sequence[Any], method: str, restart: Callable[[Any, BaseException], Any],
+                   args: Optional[Sequence[tuple]] = None) -> list:
+        """The values of `method` called on the actor of each slot (all calls in flight at once),
+        for the calls outside the sampling loop: checkpoints and statistics.
+
+        An actor found dead is handled as sampling handles it: `restart(slot, error)` replaces it in
+        its slot (counted against `max_num_worker_restarts`, `RLGraphDistributedError` beyond) and
+        returns the new slot, which is asked again.
+
+        Args:
+            slots: Slots with a `handle` (workers, shards, actors).
+            method: The actor method.
+            restart: The executor's restart of that kind of slot.
+            args: The arguments of each slot's call (None: no arguments).
+        """
+        args = [()] * len(slots) if args is None else list(args)
+        futures = [self.actors.call(slot.handle, method, *slot_args) for slot, slot_args in zip(slots, args)]
+        values = []
+        for slot, slot_args, future in zip(slots, args, futures):
+            while True:
+                try:
+                    values.append(self.actors.get(future))
+                    break
+                except Exception as error:  # noqa: BLE001 - sorted below
+                    if not self.actors.is_actor_death(error):
+                        raise
+                    slot = restart(slot, error)
+                    future = self.actors.call(slot.handle, method, *slot_args)
+        return values
 
     # --- Workloads ------------------------------------------------------------------------------
     def execute_workload(self, workload: Dict[str, Any]) -> Dict[str, Any]:

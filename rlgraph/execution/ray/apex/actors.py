@@ -37,7 +37,9 @@ class ShardSlot:
     pid: int
     generation: int = 0
     size: int = 0
-    max_size: int = 0             # The largest size seen (records lost on a crash are counted from it).
+    # Records sent to the shard since it was created or loaded, counted as the shard counts its
+    # `inserted_since_load` (a restored shard counts on from its snapshot): a restart loses the difference.
+    records_sent: int = 0
     sample_tasks: List[Any] = field(default_factory=list)
     other_tasks: List[tuple] = field(default_factory=list)  # (future, kind, records in it)
 
@@ -58,7 +60,8 @@ class ApexActors:
                                    f"replay shard {index}")
         shard = ShardSlot(index, handle, pid)
         if restore:
-            shard.size = self.actors.get(self.actors.call(handle, "size"))
+            stats = self.actors.get(self.actors.call(handle, "get_statistics"))
+            shard.size, shard.records_sent = stats["size"], stats["inserted_since_load"]
         return shard
 
     def _make_worker(self, index: int) -> WorkerSlot:
@@ -99,7 +102,8 @@ class ApexActors:
         self.weight_syncs += 1
 
     # --- Faults ---------------------------------------------------------------------------------
-    def _restart_worker(self, worker: WorkerSlot, error: BaseException) -> None:
+    def _restart_worker(self, worker: WorkerSlot, error: BaseException) -> WorkerSlot:
+        """Replaces a dead worker in its slot (see `RayExecutor._count_restart`); returns the new slot."""
         self._count_restart("sample worker", worker.index, error)
         self.actors.kill(worker.handle)
         worker.tasks.clear()  # Its other calls fail too; they must not count as further deaths.
@@ -109,20 +113,26 @@ class ApexActors:
         self.workers[worker.index] = fresh
         self._broadcast_weights()
         self._send_weights(fresh)
-        self._submit_samples(fresh)
+        if self._horizon is not None:  # (Sampling starts with the first workload.)
+            self._submit_samples(fresh)
+        return fresh
 
-    def _restart_shard(self, shard: ShardSlot, error: BaseException) -> None:
+    def _restart_shard(self, shard: ShardSlot, error: BaseException) -> ShardSlot:
+        """Replaces a dead shard in its slot, restored from its snapshot; returns the new slot.
+
+        The records lost are those sent to the dead shard after its snapshot (or its load), whether it
+        inserted them or not: `records_sent` - the restored shard's `inserted_since_load`.
+        """
         self._count_restart("replay shard", shard.index, error)
         self.actors.kill(shard.handle)
-        in_flight = sum(records for _, kind, records in shard.other_tasks if kind == "add")
         self._batches_lost += len(shard.sample_tasks)  # (They never reach the learner.)
         shard.sample_tasks.clear()  # Its other calls fail too; they must not count as further deaths.
         shard.other_tasks.clear()
         fresh = self._make_shard(shard.index, restore=self.snapshot_dir is not None)
         fresh.generation = shard.generation + 1
-        fresh.max_size = fresh.size
-        lost = max(shard.max_size - fresh.size, 0) + in_flight
+        lost = max(shard.records_sent - fresh.records_sent, 0)
         self.records_lost += lost
         logger.warning("replay shard %d restarted with %d records (%d lost).", shard.index, fresh.size, lost)
         self.shards[shard.index] = fresh
         self._submit_sampling(fresh)
+        return fresh

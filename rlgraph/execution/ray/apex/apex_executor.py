@@ -51,11 +51,12 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
       and the learner has a newer version, it gets the newest; each version is `ray.put` once.
       Policy lag (learner version - the version a batch was acted with) is reported.
 
-    **Faults**: an actor that dies (e.g. `kill -9`) is noticed by the failed call, replaced
-    (at most `max_num_worker_restarts` times in all) and, for a worker, given the newest
-    weights; the run continues. Records already in a shard are untouched by a worker's death.
-    A restarted shard reloads its last snapshot (`apex_replay_spec.snapshot_interval`); the
-    records lost are reported (`records_lost`).
+    **Faults**: an actor that dies (e.g. `kill -9`) is noticed by the failed call (of the
+    sampling loop, a checkpoint or a statistics call), replaced (at most
+    `max_num_worker_restarts` times in all) and, for a worker, given the newest weights; the
+    run continues. Records already in a shard are untouched by a worker's death. A restarted
+    shard reloads its last snapshot (`apex_replay_spec.snapshot_interval`, or the checkpoint it
+    was loaded from); the records sent to it after that are reported lost (`records_lost`).
 
     **Inline mode** (`executor_spec.mode` "inline"): the same loop with the actors as plain
     objects and the learner stepped by the loop: deterministic, no Ray needed.
@@ -233,6 +234,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         if meta["num_records"]:
             shard = self.shards[self._next_shard % len(self.shards)]
             self._next_shard += 1
+            shard.records_sent += meta["num_records"]
             shard.other_tasks.append((self.actors.call(shard.handle, "add", batch_ref), "add", meta["num_records"]))
             self.records_inserted += meta["num_records"]
         self.env_timesteps += meta["timesteps"]
@@ -303,7 +305,6 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
             return
         if kind == "add":
             shard.size = int(value)
-            shard.max_size = max(shard.max_size, shard.size)
             self._submit_sampling(shard)
 
     def _return_priorities(self) -> None:
@@ -320,10 +321,11 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
     # --- Statistics -----------------------------------------------------------------------------
     def _workload_statistics(self) -> Dict[str, Any]:
         lags, self._workload_lags = self._workload_lags, []
-        sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
+        sizes = self._call_each(list(self.shards), "size", self._restart_shard)
         for shard, size in zip(self.shards, sizes):
-            shard.size, shard.max_size = size, max(shard.max_size, size)
-        return {"total_timesteps": self.env_timesteps, "total_env_frames": self.env_frames,
+            shard.size = size
+        return {"restarts": self.num_restarts,  # (With those of the size calls above.)
+                "total_timesteps": self.env_timesteps, "total_env_frames": self.env_frames,
                 "learner_updates": self.learner.version, "queue_inserts": self.queue_inserts,
                 "discarded": self.discarded, "weight_syncs": self.weight_syncs,
                 "mean_policy_lag": float(np.mean(lags)) if lags else float("nan"),
@@ -335,24 +337,30 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
 
     def result_by_worker(self, worker_index: Optional[int] = None) -> Dict[str, Any]:
         """Statistics of each sample worker (or of one): timesteps, episodes, episode returns,
-        env frames, throughput, the policy version it acts with, its pid.
+        env frames, throughput, the policy version it acts with, its pid. A worker found dead is
+        restarted as sampling restarts it (its replacement's statistics start from zero).
 
         Returns:
             {"episode_rewards": [per worker lists], "episode_timesteps": [...], "workers": [stats dicts]}
             (for one worker: that worker's stats dict).
+
+        Raises:
+            RLGraphDistributedError: A dead worker and no restart left (`max_num_worker_restarts`).
         """
-        workers = self.workers if worker_index is None else [self.workers[worker_index]]
-        stats = self.actors.get([self.actors.call(w.handle, "get_statistics") for w in workers])
+        workers = list(self.workers) if worker_index is None else [self.workers[worker_index]]
+        stats = self._call_each(workers, "get_statistics", self._restart_worker)
         for worker, item in zip(workers, stats):
-            item["pid"] = worker.pid
+            item["pid"] = self.workers[worker.index].pid
         if worker_index is not None:
             return stats[0]
         return {"episode_rewards": [s["episode_returns"] for s in stats],
                 "episode_timesteps": [s["timesteps"] for s in stats], "workers": stats}
 
     def replay_statistics(self) -> List[dict]:
-        """Each shard's statistics (size, inserted, sampled batches, priority updates, pid)."""
-        return self.actors.get([self.actors.call(s.handle, "get_statistics") for s in self.shards])
+        """Each shard's statistics (size, inserted, sampled batches, priority updates, pid). A shard
+        found dead is restarted from its snapshot, as in sampling (`RLGraphDistributedError` with no
+        restart left)."""
+        return self._call_each(list(self.shards), "get_statistics", self._restart_shard)
 
     # --- Shutdown -------------------------------------------------------------------------------
     def _stop_actors(self) -> None:

@@ -20,6 +20,9 @@ class ApexCheckpoints:
     optimizer, counters), `replay-<i>.npz` per non-empty shard, `executor_state.json`
     (counters, shard files and sizes) and the manifest of all of them; it is written
     atomically (`rlgraph/utils/checkpoint_dir.py`) and verified before anything is loaded.
+
+    A shard found dead by a checkpoint's calls is restarted from its snapshot, as in sampling
+    (`RayExecutor._call_each`), and the checkpoint holds the restarted shard.
     """
 
     def store_checkpoint(self, path: str, extra_files: Optional[Dict[str, Any]] = None) -> str:
@@ -32,17 +35,21 @@ class ApexCheckpoints:
 
         Returns:
             The checkpoint directory.
+
+        Raises:
+            RLGraphDistributedError: A dead shard and no restart left (`max_num_worker_restarts`);
+                nothing is written then.
         """
         with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{type(self).__name__}.store_checkpoint") as writer:
             with self.learner.lock:
                 self.local_agent.store_model(writer.path("learner"), add_timestep=False)
-            sizes = self.actors.get([self.actors.call(s.handle, "size") for s in self.shards])
-            shard_files = []
+            names = [f"replay-{shard.index}.npz" for shard in self.shards]
+            # Each shard writes its file if it holds records and returns its size (0: no file).
+            sizes = self._call_each(list(self.shards), "save", self._restart_shard,
+                                    [(writer.path(name),) for name in names])
+            shard_files = [name if size else None for name, size in zip(names, sizes)]
             for shard, size in zip(self.shards, sizes):
-                name = f"replay-{shard.index}.npz"
-                if size:
-                    self.actors.get(self.actors.call(shard.handle, "save", writer.path(name)))
-                shard_files.append(name if size else None)
+                shard.size = size
             state = {"format": STATE_FORMAT, "executor": type(self).__name__, "env_timesteps": self.env_timesteps,
                      "worker_timesteps": [w.timesteps for w in self.workers],
                      "env_frames": self.env_frames, "learner_version": self.learner.version,
@@ -92,21 +99,25 @@ class ApexCheckpoints:
         if missing:
             raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing)
         paths = [None if name is None else os.path.abspath(os.path.join(path, name)) for name in files]
+        restarts_before = self.num_restarts  # (A shard found dead here is restarted, and counted on.)
         # Everything is read and checked before anything changes: the shards' files, then the
         # learner's (its `load_model` checks before it writes).
-        self.actors.get([self.actors.call(shard.handle, "check", file) for shard, file in zip(self.shards, paths)
-                         if file is not None])
+        self._call_each([shard for shard, file in zip(self.shards, paths) if file is not None], "check",
+                        self._restart_shard, [(file,) for file in paths if file is not None])
         with self.learner.lock:
             self.local_agent.load_model(os.path.join(path, "learner"))
             self.learner.version = counters["learner_version"]
-        for shard, file in zip(self.shards, paths):
-            shard.size = self.actors.get(self.actors.call(shard.handle, "clear" if file is None else "load",
-                                                          *([] if file is None else [file])))
-            shard.max_size = shard.size
+        for index, file in enumerate(paths):
+            # A loaded shard makes the file its snapshot and counts its inserts from zero, as the driver does.
+            size = self._call_each([self.shards[index]], "clear" if file is None else "load", self._restart_shard,
+                                   [() if file is None else (file,)])[0]
+            shard = self.shards[index]  # (The slot's shard, restarted or not.)
+            shard.size, shard.records_sent = size, 0
             shard.generation += 1  # Priorities of batches sampled before are dropped.
             self._submit_sampling(shard)
         self.env_timesteps, self.env_frames = counters["env_timesteps"], counters["env_frames"]
-        self.records_lost, self.num_restarts = counters["records_lost"], counters["restarts"]
+        self.records_lost = counters["records_lost"]
+        self.num_restarts = counters["restarts"] + self.num_restarts - restarts_before
         self.local_agent.timesteps = self.env_timesteps
         self._reset_pacing()  # No catch-up burst.
         self._weights = (-1, None)

@@ -9,11 +9,21 @@ import numpy as np
 
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.execution.ray.actors import process_id
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+
+# The snapshot's copy of `inserted_since_load` (an extra of `MemPrioritizedReplay.save`).
+INSERTED_KEY = "inserted_since_load"
 
 
 class ReplayShard:
     """A `MemPrioritizedReplay` served to the executor: inserts from sample workers, batches for the
     learner, priority updates back from it, snapshots for recovery.
+
+    `inserted_since_load` counts the records inserted since the shard was created or loaded from a
+    checkpoint; a snapshot stores it with the records, and a shard restored from that snapshot counts
+    on from there. The executor counts the records it sent the same way, so after a restart the
+    difference is exactly what the restart lost (the inserts after the snapshot, and the records of
+    calls that never arrived), however full the shard was.
 
     Args:
         index: The shard's index.
@@ -21,7 +31,8 @@ class ReplayShard:
         batch_size: Records per sampled batch.
         min_sample_memory_size: `sample` returns None until the shard holds this many records.
         snapshot_interval: Records inserted between snapshots (0: never).
-        snapshot_path: Where snapshots go (an .npz file), or None.
+        snapshot_path: Where snapshots go (an .npz file), or None. Without `restore_from`, an
+            earlier run's file there is removed (it is not this shard's snapshot).
         restore_from: A snapshot to start from (after a restart), or None.
         seed: The memory's sampling seed.
     """
@@ -41,9 +52,19 @@ class ReplayShard:
         self.num_priority_updates = 0
         self.snapshot_time = 0.0
         self.restored_records = 0
+        self.inserted_since_load = 0
         if restore_from is not None and os.path.exists(restore_from):
-            self.memory.load(restore_from)
+            values, state = self.memory.check_file(restore_from, full=True)
+            count = values.get(f"extra_{INSERTED_KEY}", np.int64(0))
+            if count.shape != () or count.dtype.kind not in "iu" or int(count) < 0:
+                raise RLGraphCheckpointError(f"the snapshot's '{INSERTED_KEY}' is damaged",
+                                             where=f"ReplayShard {index}", expected="an integer >= 0",
+                                             received=repr(count.tolist()))
+            self.memory.restore((values, state))
             self.restored_records = self.memory.get_size()
+            self.inserted_since_load = int(count)
+        elif restore_from is None and snapshot_path and os.path.exists(snapshot_path):
+            os.remove(snapshot_path)
 
     def ready(self) -> int:
         """The shard's pid, once it is built."""
@@ -61,6 +82,7 @@ class ReplayShard:
             positions = (start + np.arange(max(count - self.memory.capacity, 0), count)) % self.memory.capacity
             self.memory.update_records(positions, batch["priorities"][-len(positions):])
         self.num_inserted += count
+        self.inserted_since_load += count
         self.inserted_since_snapshot += count
         if self.snapshot_interval and self.snapshot_path and self.inserted_since_snapshot >= self.snapshot_interval:
             self.snapshot()
@@ -90,18 +112,25 @@ class ReplayShard:
         if not self.snapshot_path or self.memory.get_size() == 0:
             return None
         start = time.perf_counter()
-        path = self.memory.save(self.snapshot_path)
+        path = self.memory.save(self.snapshot_path, extra={INSERTED_KEY: self.inserted_since_load})
         self.snapshot_time += time.perf_counter() - start
         self.inserted_since_snapshot = 0
         return path
 
-    def save(self, path: str) -> str:
-        """Writes the memory to `path` (a checkpoint)."""
-        return self.memory.save(path)
+    def save(self, path: str) -> int:
+        """Writes the memory to `path` (a checkpoint) if it holds records; returns how many (0: no file)."""
+        size = self.memory.get_size()
+        if size:
+            self.memory.save(path)
+        return size
 
     def load(self, path: str) -> int:
-        """Restores the memory from `path`; returns its size."""
+        """Restores the memory from `path` and makes it the snapshot (a restart comes back to it);
+        the insert count starts again. Returns the size."""
         self.memory.load(path)
+        self.inserted_since_load = 0
+        self.inserted_since_snapshot = 0
+        self.snapshot()
         return self.memory.get_size()
 
     def check(self, path: str) -> int:
@@ -109,11 +138,16 @@ class ReplayShard:
         return self.memory.check_file(path)
 
     def clear(self) -> int:
-        """Forgets all records (a checkpoint with an empty shard); returns 0."""
+        """Forgets all records and the snapshot (a checkpoint with an empty shard); returns 0."""
         self.memory.clear()
+        self.inserted_since_load = 0
+        self.inserted_since_snapshot = 0
+        if self.snapshot_path and os.path.exists(self.snapshot_path):
+            os.remove(self.snapshot_path)
         return 0
 
     def get_statistics(self) -> dict:
         return {"index": self.index, "size": self.memory.get_size(), "inserted": self.num_inserted,
                 "sampled_batches": self.num_sampled, "priority_updates": self.num_priority_updates,
-                "snapshot_time": self.snapshot_time, "restored_records": self.restored_records, "pid": process_id()}
+                "snapshot_time": self.snapshot_time, "restored_records": self.restored_records,
+                "inserted_since_load": self.inserted_since_load, "pid": process_id()}

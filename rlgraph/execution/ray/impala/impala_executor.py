@@ -236,7 +236,8 @@ class IMPALAExecutor(RayExecutor):
                 actor.steps_since_sync = 0
         self._submit(actor)
 
-    def _restart(self, actor: _Actor, error: BaseException) -> None:
+    def _restart(self, actor: _Actor, error: BaseException) -> _Actor:
+        """Replaces a dead actor in its slot (see `RayExecutor._count_restart`); returns the new one."""
         self._count_restart("IMPALA actor", actor.index, error)
         self.actors.kill(actor.handle)
         actor.tasks.clear()  # Its other calls fail too; they must not count as further deaths.
@@ -245,6 +246,7 @@ class IMPALAExecutor(RayExecutor):
         self._broadcast_weights()
         self._send_weights(fresh)
         self._submit(fresh)
+        return fresh
 
     # --- Statistics -----------------------------------------------------------------------------
     def _workload_statistics(self) -> Dict[str, Any]:
@@ -258,11 +260,12 @@ class IMPALAExecutor(RayExecutor):
                 "worker_pids": [a.pid for a in self.actors_list]}
 
     def result_by_worker(self, worker_index: Optional[int] = None) -> Dict[str, Any]:
-        """Statistics of each actor (or of one): timesteps, episodes, returns, frames/s, version, pid."""
-        actors = self.actors_list if worker_index is None else [self.actors_list[worker_index]]
-        stats = self.actors.get([self.actors.call(a.handle, "get_statistics") for a in actors])
+        """Statistics of each actor (or of one): timesteps, episodes, returns, frames/s, version, pid.
+        An actor found dead is restarted as in sampling (`RLGraphDistributedError` with no restart left)."""
+        actors = list(self.actors_list) if worker_index is None else [self.actors_list[worker_index]]
+        stats = self._call_each(actors, "get_statistics", self._restart)
         for actor, item in zip(actors, stats):
-            item["pid"] = actor.pid
+            item["pid"] = self.actors_list[actor.index].pid
         if worker_index is not None:
             return stats[0]
         return {"episode_rewards": [s["episode_returns"] for s in stats],
