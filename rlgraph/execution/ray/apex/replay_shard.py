@@ -99,13 +99,13 @@ class ReplayShard:
         """Writes the memory to `path` (a checkpoint)."""
         return self.memory.save(path)
 
-    def load(self, path: str) -> int:
-        """Restores the memory from `path`; returns its size."""
+    def load(self, path: Any) -> int:
+        """Restores the memory from `path` (or a file's verified bytes); returns its size."""
         self.memory.load(path)
         return self.memory.get_size()
 
-    def check(self, path: str) -> int:
-        """Validates a memory file for `load` without changing anything; returns its size."""
+    def check(self, path: Any) -> int:
+        """Validates a memory file (a path or its bytes) for `load` without changing anything; returns its size."""
         return self.memory.check_file(path)
 
     def clear(self) -> int:
