@@ -142,7 +142,8 @@ class RandomAgent(Agent):
         count = len(self._leaf_generators())
         shapes = {"keys": (count, 624), "pos": (count,), "has_gauss": (count,), "cached_gaussian": (count,)}
         kinds = {"keys": "u", "pos": "i", "has_gauss": "i", "cached_gaussian": "f"}
-        arrays = files.npz(RNG_FILE, {name: ArraySpec(shape, kinds[name], np.uint32 if name == "keys" else None)
+        arrays = files.npz(RNG_FILE, {name: ArraySpec(shape, kinds[name], np.uint32 if name == "keys" else None,
+                                                      mismatch="the file is damaged or made for another action space")
                                       for name, shape in shapes.items()})
         for name, shape in shapes.items():
             value = arrays.get(name)

@@ -34,10 +34,13 @@ class ArraySpec(NamedTuple):
         shape: Exact dimensions (ints), free ones (None), or a prefix ending in `...`.
         kinds: The allowed numpy dtype kinds, e.g. "f", "iu", "US".
         dtype: An exact dtype the member must have (None: any of `kinds`).
+        mismatch: What the error says when the member does not fit (e.g. "made for another action
+            space"); None: that the member is missing or damaged.
     """
     shape: Tuple
     kinds: str
     dtype: Optional[np.dtype] = None
+    mismatch: Optional[str] = None
 
 
 def read_npz_bytes(data: bytes, name: str, where: str, expected: Dict[str, ArraySpec],
@@ -127,10 +130,12 @@ def _read_header(stream) -> Tuple[Tuple[int, ...], bool, np.dtype, int]:
 
 def _check_spec(key: str, shape: Tuple[int, ...], dtype: np.dtype, spec: ArraySpec, fail) -> None:
     text = f"{shape} {dtype}"
+    misfit = f"{spec.mismatch} (member '{key}'" if spec.mismatch else f"member '{key}' is missing or damaged: it " \
+        "does not fit ("
     if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
         fail(f"member '{key}' holds python objects or records, which a checkpoint does not store", received=text)
     if dtype.kind not in spec.kinds or (spec.dtype is not None and dtype != np.dtype(spec.dtype)):
-        fail(f"member '{key}' is missing or damaged: it does not fit (another dtype)",
+        fail(f"{misfit}another dtype)" if not spec.mismatch else f"{misfit}: another dtype)",
              expected_text=spec.dtype or f"kind in '{spec.kinds}'", received=text)
     if dtype.kind in "US" and dtype.itemsize > MAX_TEXT_ITEM_BYTES:
         fail(f"member '{key}' holds longer texts than allowed", expected_text=f"at most {MAX_TEXT_ITEM_BYTES} bytes "
@@ -141,5 +146,5 @@ def _check_spec(key: str, shape: Tuple[int, ...], dtype: np.dtype, spec: ArraySp
     else:
         fits = len(shape) == len(wanted) and all(w is None or w == d for w, d in zip(wanted, shape))
     if not fits:
-        fail(f"member '{key}' is missing or damaged: it does not fit (another shape)",
+        fail(f"{misfit}another shape)" if not spec.mismatch else f"{misfit}: another shape)",
              expected_text=str(wanted).replace("Ellipsis", "..."), received=text)

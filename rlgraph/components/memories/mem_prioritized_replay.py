@@ -301,7 +301,8 @@ class MemPrioritizedReplay:
         expected.update(config=ArraySpec((3,), "f"), priorities=ArraySpec((self.tree.capacity,), "f"),
                         rng_keys=ArraySpec((624,), "u", np.uint32))
         if self.record_space is not None:
-            expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype)
+            expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype,
+                                                             mismatch="the file's records do not fit this memory")
                              for key, store in self.storage.items()})
         prefixed = {_RECORD_PREFIX: ArraySpec((self.capacity, Ellipsis), "biuf")} if self.record_space is None else None
         if isinstance(source, (bytes, bytearray, memoryview)):
