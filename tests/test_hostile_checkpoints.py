@@ -215,7 +215,7 @@ def test_memory_file_of_unknown_record_space_must_not_be_compressed(tmp_path, in
     with pytest.raises(RLGraphCheckpointError, match="free shape is compressed"):
         MemPrioritizedReplay(capacity=4).check_file(_zip(members, ["record:/s"]))
     known = MemPrioritizedReplay(capacity=4, record_space=Dict(s=FloatBox(shape=(2,)), a=IntBox(3)))
-    with pytest.raises(RLGraphCheckpointError, match="does not fit"):
+    with pytest.raises(RLGraphCheckpointError, match="records do not fit this memory"):
         known.load(_zip(members, ["record:/s"]))
     assert inflated_bytes[0] < 1 << 20
 
