@@ -11,7 +11,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
-from rlgraph.utils.checkpoint_dir import CheckpointWriter, verify_checkpoint, write_json
+from rlgraph.utils.checkpoint_dir import CheckpointWriter, write_json
+from rlgraph.utils.checkpoint_files import newest_checkpoint, read_checkpoint
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 logger = logging.getLogger(__name__)
@@ -68,15 +69,19 @@ class AgentCheckpoints:
                                                         "backend": self.backend, "replay": save_replay})
 
     def load_model(self, path: Optional[str] = None) -> None:
-        """Restores a `store_model` checkpoint directory into this (built) agent.
+        """Restores a `store_model` checkpoint into this (built) agent.
 
-        Every file is verified against the checkpoint's manifest (size and SHA-256) and every
-        value against this agent (variables and shapes, counters, memory positions, buffered
-        states and actions) before anything changes.
+        `path` is a checkpoint directory, or a directory holding checkpoints (as `store_model(path)`
+        writes `path/step-<N>` by default): then the one whose manifest has the highest step is loaded.
+        The checkpoint's files are read once, into memory, each verified against the manifest (size
+        and SHA-256); only those bytes are parsed, so a file the manifest does not list is never read
+        and a checkpoint replaced while it loads cannot mix with the one verified. Every value is
+        checked against this agent (variables and shapes, counters, memory positions, random states,
+        buffered states and actions) before anything changes.
 
         Raises:
             RLGraphCheckpointError: If the checkpoint is missing, damaged, out of range or made by
-                a different agent; the agent is left unchanged then.
+                a different agent (or `path` holds no checkpoint); the agent is left unchanged then.
 
         A checkpoint stored without its replay (`save_replay` false) leaves the replay memories
         empty, with one warning.
@@ -85,22 +90,31 @@ class AgentCheckpoints:
         if path is None:
             raise RLGraphError("no checkpoint path given and no saver_spec.directory", where=f"{self.name}.load_model")
         where = f"{type(self).__name__}.load_model"
-        manifest = verify_checkpoint(path, CHECKPOINT_KIND, where)
-        payload = load_agent_state(path, self)
-        if manifest["step"] != payload["counters"]["timesteps"]:
+        files = read_checkpoint(newest_checkpoint(path, CHECKPOINT_KIND, where), CHECKPOINT_KIND, where)
+        self.load_checkpoint_files(files)
+
+    def load_checkpoint_files(self, files: Any) -> None:
+        """Restores a checkpoint already read and verified (`checkpoint_files.read_checkpoint`; an
+        Ape-X checkpoint's `learner/`); see `load_model`."""
+        where = f"{type(self).__name__}.load_model"
+        payload = load_agent_state(files, self)
+        if files.step != payload["counters"]["timesteps"]:
             raise RLGraphCheckpointError("the manifest and the agent state disagree on the step", where=where,
-                                         expected=manifest["step"], received=payload["counters"]["timesteps"])
-        staged_files = self._check_files(path)
-        with_replay = manifest.get("replay", True) is not False
+                                         expected=files.step, received=payload["counters"]["timesteps"])
+        staged_files = self._check_files(files)
+        with_replay = files.manifest.get("replay", True) is not False
+        executor = self._executor()
+        staged_model = executor.check_values(executor.read_model_files(files, "model"), files.path,
+                                             may_be_missing=() if with_replay else self._replay_variable_names())
         # All checked: from here on the restore only writes values that fit.
-        self._executor().load_model(os.path.join(path, "model"),
-                                    may_be_missing=() if with_replay else self._replay_variable_names())
+        executor.restore_checked(staged_model)
         self._set_python_state(payload)
         self._load_files(staged_files)
         restore_rng(payload, self.graph_executor)
         if not with_replay:
             logger.warning("%s: the checkpoint %s was stored without its replay memory (saver_spec.save_replay "
-                           "false): the memory starts empty and fills again before updates resume.", self.name, path)
+                           "false): the memory starts empty and fills again before updates resume.", self.name,
+                           files.path)
 
     def _replay_memories(self) -> List[Any]:
         """The memory components whose contents `save_replay` false leaves out of checkpoints:
@@ -115,8 +129,9 @@ class AgentCheckpoints:
         """Subclass hook: writes further checkpoint files (e.g. a python replay memory, unless
         `save_replay` is false) into `directory`."""
 
-    def _check_files(self, directory: str) -> Any:
-        """Subclass hook: reads and validates what `_save_files` wrote, without changing the agent."""
+    def _check_files(self, files: Any) -> Any:
+        """Subclass hook: parses and validates what `_save_files` wrote, from the verified
+        `CheckpointFiles` (never from the directory), without changing the agent."""
         return None
 
     def _load_files(self, checked: Any) -> None:

@@ -18,15 +18,16 @@ import numpy as np
 
 from rlgraph.agents.observe_buffers import Transition
 from rlgraph.agents.records import record_space
-from rlgraph.components.memories.memory import read_npz
 from rlgraph.spaces import IntBox
-from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.utils.checkpoint_dir import write_json
+from rlgraph.utils.checkpoint_values import MT19937_ARRAY, check_counter, check_mt19937
 from rlgraph.utils.nest import batch_row, flatten_op, map_structure, unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+from rlgraph.utils.safe_npz import ArraySpec
 
 STATE_FILE = "agent_state.json"
 ARRAYS_FILE = "agent_state.npz"
-FORMAT_VERSION = 3  # 1 and 2 were pickles, which are never read (see `verify_checkpoint`).
+FORMAT_VERSION = 3  # 1 and 2 were pickles, which are never read (see `read_checkpoint`).
 COUNTERS = ("timesteps", "num_updates", "last_sync_timestep")
 _FIELDS = ("states", "actions", "next_states")
 
@@ -73,43 +74,58 @@ def save_agent_state(directory: str, agent: Any) -> None:
         np.savez(handle, **arrays)
 
 
-def load_agent_state(directory: str, agent: Any) -> Dict[str, Any]:
-    """Reads and checks `directory`'s agent state against `agent`, without changing the agent.
+def load_agent_state(files: Any, agent: Any) -> Dict[str, Any]:
+    """Parses and checks a checkpoint's agent state against `agent`, without changing the agent.
+
+    Args:
+        files: The verified checkpoint (`CheckpointFiles`).
+        agent: The agent to load into.
 
     Returns:
-        {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng"}.
+        {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng", "backend"}.
 
     Raises:
         RLGraphCheckpointError: A missing or damaged file, a state of another agent type, or a
-            value out of range (negative counters, buffered actions outside the action space,
-            states of another shape, ...).
+            value out of range (counters outside [0, 2**63 - 1], a degenerate random state,
+            buffered actions outside the action space, states of another shape, ...).
     """
     where = f"{type(agent).__name__}.load_model"
-    state = read_json(os.path.join(directory, STATE_FILE), where)
+    state = files.json(STATE_FILE)
     if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
         raise RLGraphCheckpointError(f"'{STATE_FILE}' is not an rlgraph agent state of this version", where=where,
                                      expected=f"format_version {FORMAT_VERSION}",
                                      received=repr(state.get("format_version") if isinstance(state, dict)
-                                                   else type(state).__name__))
+                                                   else type(state).__name__)[:100])
     if state.get("agent_type") != type(agent).__name__:
         raise RLGraphCheckpointError("the checkpoint was written by another agent type", where=where,
-                                     expected=type(agent).__name__, received=repr(state.get("agent_type")))
+                                     expected=type(agent).__name__, received=repr(state.get("agent_type"))[:100])
     counters = state.get("counters")
     if not isinstance(counters, dict) or sorted(counters) != sorted(COUNTERS):
         raise RLGraphCheckpointError("the agent state's counters are incomplete", where=where,
                                      expected=list(COUNTERS), received=repr(counters)[:200])
     for key in COUNTERS:
-        _check_int(counters[key], f"counters.{key}", where)
+        check_counter(counters[key], f"counters.{key}", where)
     if counters["last_sync_timestep"] > counters["timesteps"]:
         raise RLGraphCheckpointError("the last target sync lies after the last step", where=where,
                                      expected=f"last_sync_timestep <= timesteps ({counters['timesteps']})",
                                      received=counters["last_sync_timestep"])
     max_timesteps = state.get("max_timesteps")
     if max_timesteps is not None:
-        _check_int(max_timesteps, "max_timesteps", where, minimum=1)
-    arrays = read_npz(os.path.join(directory, ARRAYS_FILE), where)
-    rng = _check_rng(state.get("rng"), arrays, where)
-    buffers = _read_buffers(state.get("buffers"), arrays, agent, where)
+        check_counter(max_timesteps, "max_timesteps", where, minimum=1)
+    rng_info = state.get("rng") if isinstance(state.get("rng"), dict) else {}
+    entries = _buffer_entries(state.get("buffers"), agent, where)
+    space = record_space(agent.preprocessed_state_space, agent.action_space)
+    leaves = {field: dict(space[field].flatten()) for field in _FIELDS}
+    expected = {"rng/numpy_keys": ArraySpec(MT19937_ARRAY, "u", np.uint32)}
+    if rng_info.get("backend"):
+        expected["rng/backend"] = ArraySpec((None,), "u", np.uint8)
+    for i, (_, length) in enumerate(entries):
+        if length:
+            expected.update(transition_specs(f"buffers/{i}", length, leaves))
+    arrays = files.npz(ARRAYS_FILE, expected)
+    rng = _check_rng(rng_info, arrays, agent, state.get("backend"), where)
+    buffers = {env_id: read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
+               for i, (env_id, length) in enumerate(entries)}
     return {"counters": counters, "max_timesteps": max_timesteps, "buffers": buffers, "rng": rng,
             "backend": state.get("backend")}
 
@@ -123,57 +139,56 @@ def restore_rng(payload: dict, executor: Any) -> None:
         executor.set_rng_state({"numpy": rng["numpy"], "backend": None})
 
 
+def transition_specs(prefix: str, length: int, leaves: Dict[str, dict]) -> Dict[str, ArraySpec]:
+    """The npz members `read_transitions` reads for `length` transitions under `prefix`, as `ArraySpec`s
+    (so that a member is bounded by the spaces before it is decompressed)."""
+    specs = {f"{prefix}/rewards": ArraySpec((length,), "f"), f"{prefix}/terminals": ArraySpec((length,), "b")}
+    for field, flat in leaves.items():
+        for key, leaf in flat.items():
+            specs[f"{prefix}/{field}{key}"] = ArraySpec((length,) + tuple(leaf.shape), _dtype_kinds(leaf.dtype))
+    return specs
+
+
 # --- Checks -------------------------------------------------------------------------------------------
-def _check_int(value: Any, name: str, where: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise RLGraphCheckpointError(f"the agent state's '{name}' is damaged", where=where,
-                                     expected=f"an integer >= {minimum}", received=repr(value)[:100])
-    return value
-
-
-def _check_rng(rng: Any, arrays: Dict[str, np.ndarray], where: str) -> Dict[str, Any]:
-    numpy_state = rng.get("numpy") if isinstance(rng, dict) else None
-    keys = arrays.get("rng/numpy_keys")
-    if not isinstance(numpy_state, dict) or numpy_state.get("kind") != "MT19937" or keys is None or \
-            keys.shape != (624,) or keys.dtype != np.uint32:
+def _check_rng(rng: Dict[str, Any], arrays: Dict[str, np.ndarray], agent: Any, backend_name: Any,
+               where: str) -> Dict[str, Any]:
+    numpy_state = rng.get("numpy")
+    if not isinstance(numpy_state, dict) or numpy_state.get("kind") != "MT19937":
         raise RLGraphCheckpointError("the agent state's random generator state is damaged", where=where,
-                                     expected="an MT19937 state (624 uint32 keys)")
-    pos, has_gauss, cached = (numpy_state.get(k) for k in ("pos", "has_gauss", "cached_gaussian"))
-    if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos <= 624 or has_gauss not in (0, 1) or \
-            isinstance(cached, bool) or not isinstance(cached, (int, float)) or not np.isfinite(cached):
-        raise RLGraphCheckpointError("the agent state's random generator position is damaged", where=where,
-                                     received=repr(numpy_state)[:200])
+                                     expected="an MT19937 state (624 uint32 keys)", received=repr(numpy_state)[:200])
+    numpy_rng = check_mt19937(arrays.get("rng/numpy_keys"), numpy_state.get("pos"), numpy_state.get("has_gauss"),
+                              numpy_state.get("cached_gaussian"), "rng/numpy_keys", where)
     backend = None
     if rng.get("backend"):
         backend = arrays.get("rng/backend")
-        if backend is None or backend.ndim != 1 or backend.dtype != np.uint8:
-            raise RLGraphCheckpointError("the agent state's backend random state is damaged", where=where)
-    return {"numpy": ("MT19937", keys, pos, has_gauss, float(cached)), "backend": backend}
+        if backend is None:
+            raise RLGraphCheckpointError("the agent state's backend random state is missing", where=where)
+        if backend_name == agent.graph_executor.backend:  # (`restore_rng` sets only such a state.)
+            agent.graph_executor.check_backend_rng_state(backend, where)
+    return {"numpy": numpy_rng, "backend": backend}
 
 
-def _read_buffers(entries: Any, arrays: Dict[str, np.ndarray], agent: Any,
-                  where: str) -> Dict[Hashable, List[Transition]]:
+def _buffer_entries(entries: Any, agent: Any, where: str) -> List[Tuple[Hashable, int]]:
     if not isinstance(entries, list):
         raise RLGraphCheckpointError("the agent state's buffers are damaged", where=where,
                                      expected="a list of {env_id, length}", received=type(entries).__name__)
-    space = record_space(agent.preprocessed_state_space, agent.action_space)
-    leaves = {field: dict(space[field].flatten()) for field in _FIELDS}
     capacity = agent.buffers.buffer_size
-    buffers: Dict[Hashable, List[Transition]] = {}
+    checked, seen = [], set()
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or sorted(entry) != ["env_id", "length"]:
             raise RLGraphCheckpointError(f"buffer {i} of the agent state is damaged", where=where,
                                          received=repr(entry)[:200])
         env_id = _decode_env_id(entry["env_id"], where)
         # A buffer holds at most buffer_size transitions (it is flushed when it gets there).
-        length = _check_int(entry["length"], f"buffers[{i}].length", where)
+        length = check_counter(entry["length"], f"buffers[{i}].length", where)
         if length > capacity:
             raise RLGraphCheckpointError(f"buffer {i} holds more transitions than observe_spec allows", where=where,
                                          expected=f"at most {capacity}", received=length)
-        if env_id in buffers:
+        if env_id in seen:
             raise RLGraphCheckpointError(f"env id {env_id!r} appears twice in the agent state", where=where)
-        buffers[env_id] = read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
-    return buffers
+        seen.add(env_id)
+        checked.append((env_id, length))
+    return checked
 
 
 def read_transitions(arrays: Dict[str, np.ndarray], prefix: str, length: int, leaves: Dict[str, dict],

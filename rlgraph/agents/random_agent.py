@@ -8,11 +8,12 @@ import numpy as np
 
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.agent_core import PreprocessingCore
-from rlgraph.components.memories.memory import read_npz
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.spaces import Space
+from rlgraph.utils.checkpoint_values import check_mt19937
 from rlgraph.utils.nest import first_row, flatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError
+from rlgraph.utils.safe_npz import ArraySpec
 
 # The checkpoint file with the action sampler's random states (one MT19937 state per action leaf).
 RNG_FILE = "random_agent_rng.npz"
@@ -136,24 +137,22 @@ class RandomAgent(Agent):
                      has_gauss=np.array([s[3] for s in states], np.int64),
                      cached_gaussian=np.array([s[4] for s in states], np.float64))
 
-    def _check_files(self, directory: str) -> Any:
+    def _check_files(self, files: Any) -> Any:
         where = f"{type(self).__name__}.load_model"
-        arrays = read_npz(os.path.join(directory, RNG_FILE), where)
         count = len(self._leaf_generators())
         shapes = {"keys": (count, 624), "pos": (count,), "has_gauss": (count,), "cached_gaussian": (count,)}
         kinds = {"keys": "u", "pos": "i", "has_gauss": "i", "cached_gaussian": "f"}
+        arrays = files.npz(RNG_FILE, {name: ArraySpec(shape, kinds[name], np.uint32 if name == "keys" else None,
+                                                      mismatch="the file is damaged or made for another action space")
+                                      for name, shape in shapes.items()})
         for name, shape in shapes.items():
             value = arrays.get(name)
             if value is None or value.shape != shape or value.dtype.kind != kinds[name]:
                 raise RLGraphCheckpointError(f"'{RNG_FILE}' is damaged or made for another action space", where=where,
                                              expected=f"'{name}' of shape {shape} (one row per action leaf)",
                                              received=None if value is None else f"{value.shape} {value.dtype}")
-        if not (np.all((arrays["pos"] >= 0) & (arrays["pos"] <= 624)) and np.isin(arrays["has_gauss"], (0, 1)).all()
-                and np.isfinite(arrays["cached_gaussian"]).all()):
-            raise RLGraphCheckpointError(f"the random states in '{RNG_FILE}' are damaged", where=where,
-                                         expected="positions in [0, 624], has_gauss 0 or 1, a finite cached value")
-        return [("MT19937", arrays["keys"][i], int(arrays["pos"][i]), int(arrays["has_gauss"][i]),
-                 float(arrays["cached_gaussian"][i])) for i in range(count)]
+        return [check_mt19937(arrays["keys"][i], arrays["pos"][i], arrays["has_gauss"][i], arrays["cached_gaussian"][i],
+                              f"{RNG_FILE}[{i}]", where) for i in range(count)]
 
     def _load_files(self, checked: Any) -> None:
         for rng, state in zip(self._leaf_generators(), checked):

@@ -68,8 +68,9 @@ class ReplayAccess(abc.ABC):
     def save_files(self, directory: str) -> None:
         """Writes what a checkpoint must hold beyond the graph's variables into `directory`."""
 
-    def check_files(self, directory: str) -> Any:
-        """Reads and validates what `save_files` wrote, without changing the memory."""
+    def check_files(self, files: Any) -> Any:
+        """Parses and validates what `save_files` wrote, from a verified checkpoint's
+        `CheckpointFiles`, without changing the memory."""
         return None
 
     def load_files(self, checked: Any) -> None:
@@ -138,9 +139,9 @@ class PythonReplay(ReplayAccess):
         if self.memory.record_space is not None:  # (Nothing inserted yet: nothing to store.)
             self.memory.save(os.path.join(directory, MEMORY_FILE))
 
-    def check_files(self, directory: str) -> Any:
-        path = os.path.join(directory, MEMORY_FILE)
-        return self.memory.check_file(path, full=True) if os.path.exists(path) else None
+    def check_files(self, files: Any) -> Any:
+        # (Absent: the memory was empty, or the checkpoint was stored without its replay.)
+        return self.memory.check_file(files.read(MEMORY_FILE), full=True) if files.has(MEMORY_FILE) else None
 
     def load_files(self, checked: Any) -> None:
         if checked is None:
@@ -243,8 +244,8 @@ class ReplayAgentMixin:
         if save_replay:
             self.replay.save_files(directory)
 
-    def _check_files(self, directory: str) -> Any:
-        return self.replay.check_files(directory)
+    def _check_files(self, files: Any) -> Any:
+        return self.replay.check_files(files)
 
     def _load_files(self, checked: Any) -> None:
         self.replay.load_files(checked)

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
 
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphExportError
 
 
 class ExecutorSaving:
     """Checkpoints and graph exports; `GraphExecutor` inherits it. The backend hooks `_save`,
-    `_read_checkpoint`, `_assign` and `_export` do the backend's part."""
+    `_read_checkpoint`, `_read_checkpoint_files`, `_assign` and `_export` do the backend's part."""
 
     def store_model(self, path: Optional[str] = None, add_timestep: bool = False,
                     exclude: Iterable[str] = ()) -> str:
@@ -42,8 +44,25 @@ class ExecutorSaving:
             RLGraphCheckpointError: If the file is missing, corrupt, or does not fit this graph;
                 no variable changes then.
         """
-        from rlgraph.components.component_variables import restore_initial_values
-        values = self._read_checkpoint(path)
+        return self.restore_checked(self.check_values(self._read_checkpoint(path), path, may_be_missing))
+
+    def read_model_files(self, files: Any, name: str = "model") -> Dict[str, np.ndarray]:
+        """The variable values of the model `store_model` wrote as `name` into a checkpoint, parsed
+        from the verified bytes of `files` (a `CheckpointFiles`); nothing is read from disk again.
+
+        Raises:
+            RLGraphCheckpointError: If the model's files are not listed or cannot be parsed.
+        """
+        return self._read_checkpoint_files(files, name)
+
+    def check_values(self, values: Dict[str, np.ndarray], label: str,
+                     may_be_missing: Iterable[str] = ()) -> Tuple[Dict[str, np.ndarray], dict, list]:
+        """Checks checkpoint values against this graph (every variable present with its shape; the
+        components' own range checks) without changing anything; returns what `restore_checked` takes.
+
+        Raises:
+            RLGraphCheckpointError: As `load_model`.
+        """
         records = self._records()
         absent = sorted(set(may_be_missing) & set(records) - set(values))
         # A component is restored whole or not at all: one of its variables absent resets all of them.
@@ -58,7 +77,7 @@ class ExecutorSaving:
         wrong = [f"{k}: {tuple(values[k].shape)} vs {shape}" for k, shape in shapes.items()
                  if k in values and tuple(values[k].shape) != shape]
         if missing or wrong:
-            raise RLGraphCheckpointError(f"checkpoint '{path}' does not fit this graph",
+            raise RLGraphCheckpointError(f"checkpoint '{label}' does not fit this graph",
                                          where=f"{self._where()}.load_model", expected="the same variables and shapes",
                                          received=f"missing {missing}, wrong shapes {wrong}")
         for component in self.root_component.get_all_sub_components():
@@ -66,11 +85,18 @@ class ExecutorSaving:
                 continue
             own = {name[len(component.global_scope) + 1:]: values[name] for name in component.variable_records}
             if own:
-                component.check_restored_variables(own, where=f"{self._where()}.load_model({path})")
+                component.check_restored_variables(own, where=f"{self._where()}.load_model({label})")
+        return values, records, reset
+
+    def restore_checked(self, checked: Tuple[Dict[str, np.ndarray], dict, list]) -> List[str]:
+        """Writes what `check_values` accepted into the variables; returns the names set back to
+        their initial values."""
+        from rlgraph.components.component_variables import restore_initial_values
+        values, records, reset = checked
         for name, record in records.items():
             self._assign(record.variable, values[name])
         restore_initial_values(reset)
-        return sorted(reset_names)
+        return sorted(name for c in reset for name in c.variable_records)
 
     #: The formats `export_graph` writes on this backend, and the one it writes when none is named.
     graph_export_formats: tuple = ()

@@ -20,7 +20,7 @@ from rlgraph.graphs.executor_saving import ExecutorSaving
 from rlgraph.graphs.executor_variables import ExecutorVariables
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
 
@@ -128,9 +128,25 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         if state.get("backend") is not None:
             self._set_backend_rng_state(state["backend"])
 
+    def check_backend_rng_state(self, state: np.ndarray, where: str) -> None:
+        """Refuses a backend generator state (uint8 [N], from a checkpoint of this backend) that
+        `set_rng_state` would not take, before anything is restored.
+
+        Raises:
+            RLGraphCheckpointError: Naming what the backend expects.
+        """
+        try:
+            self._check_backend_rng_state(state)
+        except Exception as error:  # noqa: BLE001 - each backend raises its own types for a bad state.
+            raise RLGraphCheckpointError(f"the {self.backend} random generator state is damaged ({error})",
+                                         where=where, received=f"{state.dtype} {state.shape}") from None
+
     def _get_backend_rng_state(self) -> Any:
         """Backend hook: the backend generator's state, or None where it cannot be captured."""
         return None
+
+    def _check_backend_rng_state(self, state: np.ndarray) -> None:
+        """Backend hook: raises (any exception) for a state `_set_backend_rng_state` would not take."""
 
     def _set_backend_rng_state(self, state: Any) -> None:
         """Backend hook."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import io
 import os
 from typing import Any
 
@@ -101,6 +102,15 @@ class PyTorchExecutor(GraphExecutor):
         import torch
         torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8)))
 
+    def _check_backend_rng_state(self, state: np.ndarray) -> None:
+        # The CPU generator's state has one length; a fresh generator takes it as the global one
+        # would, so anything torch refuses is refused here, before the load changes anything.
+        import torch
+        expected = torch.get_rng_state().numel()
+        if state.shape != (expected,):
+            raise ValueError(f"{expected} bytes expected, {state.size} found")
+        torch.Generator().set_state(torch.from_numpy(np.array(state, dtype=np.uint8)))
+
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import torch
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -112,13 +122,21 @@ class PyTorchExecutor(GraphExecutor):
         return path
 
     def _read_checkpoint(self, path: str) -> dict:
-        import torch
         if not os.path.exists(path) and os.path.exists(path + ".pt"):
             path += ".pt"
         if not os.path.exists(path):
             raise RLGraphCheckpointError(f"no PyTorch checkpoint at '{path}'", where=f"{self._where()}.load_model")
+        with open(path, "rb") as handle:
+            return self._parse_checkpoint(handle.read(), path)
+
+    def _read_checkpoint_files(self, files: Any, name: str) -> dict:
+        return self._parse_checkpoint(files.read(name + ".pt"), os.path.join(files.path, name + ".pt"))
+
+    def _parse_checkpoint(self, data: bytes, path: str) -> dict:
+        """The tensors of a `_save` file held in `data` (read with `weights_only=True`, digest checked)."""
+        import torch
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except Exception as error:  # noqa: BLE001 - torch raises several types for damaged files.
             raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__}: {error})",
                                          where=f"{self._where()}.load_model") from error

@@ -171,6 +171,14 @@ class TensorFlowExecutor(GraphExecutor):
             raise RLGraphCheckpointError(f"cannot read the checkpoint '{path}' ({type(error).__name__})",
                                          where=f"{self._where()}.load_model") from error
 
+    def _read_checkpoint_files(self, files: Any, name: str) -> dict:
+        # TF reads checkpoints by path: from a private copy of the verified bytes, so that what is
+        # parsed is what was verified (the checkpoint directory may change meanwhile).
+        files.read(name + ".index")  # (Refuses a checkpoint whose manifest does not list the model.)
+        names = [n for n in files.names() if n.startswith(name + ".")]
+        with files.materialized(names) as root:
+            return self._read_checkpoint(os.path.join(root, name))
+
     def _export(self, path: str) -> str:
         import tensorflow as tf
         for api in self.functions:  # The SavedModel keeps the traces the calls use (same seeds).

@@ -8,9 +8,10 @@ puts the directory in place: a plain rename for a new checkpoint, an atomic exch
 moment leaves either the old checkpoint or the new one, never a mixture; the stale temporary
 directory is removed by the next save to the same place.
 
-`verify_checkpoint` reads the manifest and checks every file it lists (present, a regular file
-inside the directory, the listed size and digest) before a loader reads anything, so a damaged
-file or one taken from another checkpoint is refused before the agent changes.
+`checkpoint_files.read_checkpoint` reads the manifest and every file it lists once, into memory,
+and checks each (a regular file inside the directory, the listed size and digest) before a loader
+parses anything, so a damaged file or one taken from another checkpoint is refused before the
+agent changes; loaders parse those bytes and read nothing else.
 
 Nothing here unpickles: manifests are JSON, read with a size limit.
 """
@@ -64,15 +65,21 @@ def read_json(path: str, where: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     except (OSError, ValueError, RecursionError) as error:
         raise RLGraphCheckpointError(f"cannot read '{path}' ({type(error).__name__}: {error})",
                                      where=where) from None
+    check_json_depth(value, path, where)
+    return value
+
+
+def check_json_depth(value: Any, name: str, where: str) -> None:
+    """Refuses JSON nested deeper than `MAX_JSON_DEPTH` levels (checkpoint JSON is shallow; deep
+    nesting would only feed recursion later)."""
     stack = [(value, 1)]
-    while stack:  # Checkpoint JSON is shallow; deep nesting would only feed recursion later.
+    while stack:
         item, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise RLGraphCheckpointError(f"'{path}' nests deeper than an rlgraph checkpoint file", where=where,
+            raise RLGraphCheckpointError(f"'{name}' nests deeper than an rlgraph checkpoint file", where=where,
                                          expected=f"at most {MAX_JSON_DEPTH} levels")
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         stack.extend((child, depth + 1) for child in children)
-    return value
 
 
 def write_json(path: str, value: Any, allow_nan: bool = False) -> None:
@@ -174,7 +181,8 @@ class CheckpointWriter:
 
 
 def verify_checkpoint(path: str, kind: Optional[str], where: str) -> Dict[str, Any]:
-    """Reads `path`'s manifest and checks every file it lists, without loading any of them.
+    """Reads `path`'s manifest and checks every file it lists (`checkpoint_files.read_checkpoint`),
+    without parsing any of them.
 
     Args:
         path: The checkpoint directory.
@@ -185,61 +193,10 @@ def verify_checkpoint(path: str, kind: Optional[str], where: str) -> Dict[str, A
         The manifest ({"format", "version", "kind", "step", "files", ...}).
 
     Raises:
-        RLGraphCheckpointError: No checkpoint at `path`, a manifest of another kind or version,
-            or a listed file that is missing, outside the directory, of another size or digest.
+        RLGraphCheckpointError: As `read_checkpoint`.
     """
-    path = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isdir(path):
-        moved = _moved_aside(path)
-        raise RLGraphCheckpointError(f"no checkpoint directory at '{path}'", where=where,
-                                     hint=f"an interrupted save left the previous checkpoint in '{moved}'; "
-                                          "rename it back." if moved else None)
-    manifest_file = os.path.join(path, MANIFEST)
-    if not os.path.isfile(manifest_file):
-        legacy = os.path.isfile(os.path.join(path, "agent_state.pkl"))
-        raise RLGraphCheckpointError(
-            f"'{path}' has no {MANIFEST}", where=where,
-            expected="a checkpoint directory (written by store_model or `rlgraph train`)",
-            hint="it was written by an older rlgraph with a pickled agent state, which is never loaded because "
-                 "unpickling a file can run code; store the model again with this version." if legacy else None)
-    manifest = read_json(manifest_file, where)
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise RLGraphCheckpointError(f"'{manifest_file}' is not an rlgraph checkpoint manifest", where=where)
-    if manifest.get("version") != MANIFEST_VERSION:
-        raise RLGraphCheckpointError("unsupported checkpoint manifest version", where=where,
-                                     expected=MANIFEST_VERSION, received=repr(manifest.get("version")))
-    if kind is not None and manifest.get("kind") != kind:
-        raise RLGraphCheckpointError("the checkpoint holds something else", where=where, expected=repr(kind),
-                                     received=repr(manifest.get("kind")))
-    step, files = manifest.get("step"), manifest.get("files")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise RLGraphCheckpointError("the manifest's step is damaged", where=where, expected="an integer >= 0",
-                                     received=repr(step))
-    if not isinstance(files, dict) or not files:
-        raise RLGraphCheckpointError("the manifest lists no files", where=where)
-    root = os.path.realpath(path)
-    for name, entry in files.items():
-        full = os.path.realpath(os.path.join(root, str(name)))
-        if not isinstance(name, str) or os.path.isabs(name) or os.path.commonpath([root, full]) != root:
-            raise RLGraphCheckpointError("the manifest names a file outside the checkpoint", where=where,
-                                         received=repr(name))
-        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or \
-                isinstance(entry.get("bytes"), bool) or not isinstance(entry.get("bytes"), int):
-            raise RLGraphCheckpointError(f"the manifest's entry of '{name}' is damaged", where=where,
-                                         expected='{"bytes": int, "sha256": str}', received=repr(entry)[:200])
-        if not os.path.isfile(full):
-            raise RLGraphCheckpointError(f"checkpoint file '{name}' is missing", where=where, received=path)
-        size = os.path.getsize(full)
-        if size != entry["bytes"]:
-            raise RLGraphCheckpointError(f"checkpoint file '{name}' has another size than when it was written",
-                                         where=where, expected=f"{entry['bytes']} bytes", received=f"{size} bytes",
-                                         hint="the file is truncated, damaged or from another checkpoint.")
-        if file_digest(full) != entry["sha256"]:
-            raise RLGraphCheckpointError(f"checkpoint file '{name}' is damaged: its SHA-256 does not match the "
-                                         "manifest", where=where,
-                                         hint="the file changed after the save (bit rot, an edit, or a file "
-                                              "copied from another checkpoint); restore it from a copy.")
-    return manifest
+    from rlgraph.utils.checkpoint_files import read_checkpoint
+    return read_checkpoint(path, kind, where).manifest
 
 
 def fsync_tree(path: str, files: bool = True) -> None:

@@ -18,7 +18,8 @@ from rlgraph.components.component import Component
 from rlgraph.components.explorations.exploration import Exploration
 from rlgraph.spaces import FloatBox
 from rlgraph.spaces.containers import ContainerSpace
-from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.utils.checkpoint_dir import write_json
+from rlgraph.utils.checkpoint_values import INT64_MAX
 from rlgraph.utils.nest import map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpecError
 
@@ -347,15 +348,15 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         write_json(os.path.join(directory, STATE_FILE), {"memory_counter": int(self.memory_counter)})
         super()._save_files(directory, save_replay)
 
-    def _check_files(self, directory: str) -> Any:
+    def _check_files(self, files: Any) -> Any:
         where = f"{type(self).__name__}.load_model"
-        state = read_json(os.path.join(directory, STATE_FILE), where)
+        state = files.json(STATE_FILE)
         counter = state.get("memory_counter") if isinstance(state, dict) else None
-        if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+        if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter <= INT64_MAX:
             raise RLGraphCheckpointError(f"'{STATE_FILE}' is damaged", where=where,
-                                         expected='{"memory_counter": an integer >= 0}',
+                                         expected='{"memory_counter": an integer in [0, 2**63 - 1]}',
                                          received=json.dumps(state)[:100])
-        return counter, super()._check_files(directory)
+        return counter, super()._check_files(files)
 
     def _load_files(self, checked: Any) -> None:
         self.memory_counter, replay_checked = checked

@@ -269,8 +269,8 @@ class PolicyGradientAgent(Agent):
     def _save_files(self, directory: str, save_replay: bool = True) -> None:
         save_rollout(directory, self.rollouts, self.rng, self.num_gradient_steps)
 
-    def _check_files(self, directory: str) -> Any:
-        return read_rollout(directory, self, f"{type(self).__name__}.load_model")
+    def _check_files(self, files: Any) -> Any:
+        return read_rollout(files, self, f"{type(self).__name__}.load_model")
 
     def _load_files(self, checked: Any) -> None:
         fragments, episodes, rng_state, self.num_gradient_steps, observed, dropped = checked

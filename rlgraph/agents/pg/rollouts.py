@@ -7,13 +7,15 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from rlgraph.agents.agent_state import read_transitions
+from rlgraph.agents.agent_state import read_transitions, transition_specs
 from rlgraph.agents.observe_buffers import stack_transitions
 from rlgraph.agents.records import record_space
-from rlgraph.components.memories.memory import read_npz, write_npz
-from rlgraph.utils.checkpoint_dir import read_json, write_json
+from rlgraph.components.memories.memory import write_npz
+from rlgraph.utils.checkpoint_dir import write_json
+from rlgraph.utils.checkpoint_values import INT64_MAX, MT19937_ARRAY, check_mt19937
 from rlgraph.utils.nest import flatten_op, map_structure
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+from rlgraph.utils.safe_npz import ArraySpec
 
 logger = logging.getLogger(__name__)
 
@@ -140,27 +142,29 @@ def save_rollout(directory: str, storage: RolloutStorage, rng: np.random.RandomS
     write_npz(os.path.join(directory, ROLLOUT_ARRAYS), arrays)
 
 
-def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], int, tuple, int, int, int]:
+def read_rollout(files: Any, agent: Any, where: str) -> Tuple[List[dict], int, tuple, int, int, int]:
     """(fragments, episodes, generator state, gradient steps, observed, dropped) of a checkpoint's
-    rollout, checked against `agent`'s spaces (`observed`/`dropped`: see `RolloutStorage`).
+    rollout, parsed from the verified `CheckpointFiles` and checked against `agent`'s spaces
+    (`observed`/`dropped`: see `RolloutStorage`); every array is bounded by the lengths (at most the
+    memory's capacity) and the spaces before it is decompressed.
 
     Raises:
         RLGraphCheckpointError: For missing or damaged files, or values that do not fit the spaces.
     """
-    info = read_json(os.path.join(directory, ROLLOUT_FILE), where)
+    info = files.json(ROLLOUT_FILE)
     lengths = info.get("lengths") if isinstance(info, dict) else None
     episodes = info.get("episodes") if isinstance(info, dict) else None
     steps = info.get("gradient_steps") if isinstance(info, dict) else None
-    valid = isinstance(lengths, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+    valid = isinstance(lengths, list) and all(isinstance(n, int) and not isinstance(n, bool) and 0 < n <= INT64_MAX
                                               for n in lengths) and all(
-        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (episodes, steps))
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= INT64_MAX for n in (episodes, steps))
     if not valid:
         raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
                                      expected="{lengths: [ints > 0], episodes: int >= 0, gradient_steps: int >= 0, "
                                               "rng}", received=repr(info)[:200])
     observed, dropped = info.get("observed", sum(lengths)), info.get("dropped", 0)
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in (observed, dropped)) or \
-            dropped < 0 or observed != sum(lengths) + dropped:
+            not 0 <= dropped <= INT64_MAX or observed != sum(lengths) + dropped or observed > INT64_MAX:
         raise RLGraphCheckpointError(f"'{ROLLOUT_FILE}' is damaged", where=where,
                                      expected="observed = sum(lengths) + dropped, dropped >= 0",
                                      received=f"observed {observed!r}, dropped {dropped!r}, lengths {sum(lengths)}")
@@ -168,15 +172,19 @@ def read_rollout(directory: str, agent: Any, where: str) -> Tuple[List[dict], in
     if capacity is not None and sum(lengths) > capacity:
         raise RLGraphCheckpointError("the checkpoint's rollout exceeds memory_spec.capacity", where=where,
                                      expected=f"at most {capacity} transitions", received=sum(lengths))
-    arrays = read_npz(os.path.join(directory, ROLLOUT_ARRAYS), where)
-    rng, keys = info.get("rng"), arrays.get("rng/keys")
-    if not (isinstance(rng, list) and len(rng) == 3 and isinstance(rng[0], int) and 0 <= rng[0] <= 624 and
-            rng[1] in (0, 1) and isinstance(rng[2], (int, float)) and keys is not None and keys.shape == (624,)
-            and keys.dtype == np.uint32):
-        raise RLGraphCheckpointError("the rollout's random generator state is damaged", where=where,
-                                     expected="an MT19937 state", received=repr(rng)[:100])
     space = record_space(agent.preprocessed_state_space, agent.action_space)
     leaves = {field: dict(space[field].flatten()) for field in ("states", "actions", "next_states")}
+    expected = {"rng/keys": ArraySpec(MT19937_ARRAY, "u", np.uint32)}
+    for i, n in enumerate(lengths):
+        expected.update(transition_specs(f"rollout/{i}", n, leaves))
+    # Without a capacity the lengths bound nothing: then the file's own size bounds the arrays.
+    arrays = files.npz(ROLLOUT_ARRAYS, expected) if capacity is not None else \
+        files.npz(ROLLOUT_ARRAYS, expected, max_bytes=len(files.read(ROLLOUT_ARRAYS)))
+    rng = info.get("rng")
+    if not (isinstance(rng, list) and len(rng) == 3):
+        raise RLGraphCheckpointError("the rollout's random generator state is damaged", where=where,
+                                     expected="an MT19937 state", received=repr(rng)[:100])
+    rng_state = check_mt19937(arrays.get("rng/keys"), rng[0], rng[1], rng[2], "rollout rng/keys", where)
     fragments = [stack_transitions(read_transitions(arrays, f"rollout/{i}", n, leaves, space, where))
                  for i, n in enumerate(lengths)]
-    return fragments, episodes, ("MT19937", keys, rng[0], rng[1], float(rng[2])), steps, observed, dropped
+    return fragments, episodes, rng_state, steps, observed, dropped

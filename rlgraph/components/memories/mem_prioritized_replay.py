@@ -7,6 +7,8 @@ import numpy as np
 
 from rlgraph.components.helpers.min_sum_segment_tree import MinSumSegmentTree
 from rlgraph.components.memories.memory import read_npz, write_npz
+from rlgraph.utils.checkpoint_values import check_mt19937
+from rlgraph.utils.safe_npz import ArraySpec, read_npz_bytes
 from rlgraph.components.memories.memory_size import check_memory_size, record_bytes
 from rlgraph.spaces import Space, get_space_from_op
 from rlgraph.utils.nest import flatten_op, unflatten_op
@@ -258,8 +260,10 @@ class MemPrioritizedReplay:
         values.update({f"extra_{name}": np.int64(value) for name, value in (extra or {}).items()})
         return write_npz(path, values)
 
-    def load(self, path: str) -> None:
-        """Restores a memory written by `save`; on any error the memory is left unchanged.
+    def load(self, path: Any) -> None:
+        """Restores a memory written by `save` (a path, or the file's bytes); on any error the memory
+        is left unchanged. Every array is bounded by the capacity and the record space (or, while
+        the record space is unknown, by the file's own size) before it is decompressed.
 
         Raises:
             RLGraphCheckpointError: A missing or damaged file, or one from a memory of another
@@ -280,11 +284,11 @@ class MemPrioritizedReplay:
         self.rng.set_state(("MT19937", values["rng_keys"], state["rng_position"], state["rng_has_gauss"],
                             state["rng_cached_gaussian"]))
 
-    def check_file(self, path: str, full: bool = False) -> Any:
+    def check_file(self, path: Any, full: bool = False) -> Any:
         """Reads and validates a `save` file as `load` would, without changing the memory.
 
         Args:
-            path: The file.
+            path: The file, or its bytes.
             full: Return what was read (for `restore`) instead of the number of records.
 
         Returns:
@@ -296,8 +300,21 @@ class MemPrioritizedReplay:
         checked = self._read_file(path, f"{type(self).__name__}.check_file")
         return checked if full else checked[1]["size"]
 
-    def _read_file(self, path: str, where: str) -> tuple:
-        values = read_npz(path, where)
+    def _read_file(self, source: Any, where: str) -> tuple:
+        scalar_kinds = {"index": "iu", "size": "iu", "rng_position": "iu", "rng_has_gauss": "iu",
+                        "max_priority": "f", "rng_cached_gaussian": "f"}
+        expected = {name: ArraySpec((), kinds) for name, kinds in scalar_kinds.items()}
+        expected.update(config=ArraySpec((3,), "f"), priorities=ArraySpec((self.tree.capacity,), "f"),
+                        rng_keys=ArraySpec((624,), "u", np.uint32))
+        if self.record_space is not None:
+            expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype,
+                                                             mismatch="the file's records do not fit this memory")
+                             for key, store in self.storage.items()})
+        prefixed = {_RECORD_PREFIX: ArraySpec((self.capacity, Ellipsis), "biuf")} if self.record_space is None else None
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            values = read_npz_bytes(bytes(source), "memory file", where, expected, prefixed=prefixed)
+        else:
+            values = read_npz(source, where, expected, prefixed=prefixed)
         return values, _check_file(values, self, where)
 
     def __repr__(self) -> str:
@@ -336,9 +353,8 @@ def _check_file(values: Dict[str, np.ndarray], memory: MemPrioritizedReplay, whe
              received=f"index={state['index']}, size={state['size']}")
     if not (np.isfinite(state["max_priority"]) and state["max_priority"] > 0):
         fail("damaged max priority", received=state["max_priority"])
-    if values["rng_keys"].shape != (624,) or values["rng_keys"].dtype != np.uint32:
-        keys = values["rng_keys"]
-        fail("damaged RNG state", expected="uint32 (624,)", received=f"{keys.dtype} {keys.shape}")
+    check_mt19937(values["rng_keys"], values["rng_position"], values["rng_has_gauss"],
+                  values["rng_cached_gaussian"], "rng_keys", where)
     priorities = values["priorities"]
     if priorities.shape != (memory.tree.capacity,) or priorities.dtype.kind != "f" or \
             not np.all(np.isfinite(priorities)) or np.any(priorities[:state["size"]] <= 0):

@@ -1,7 +1,9 @@
 """`Memory`: the base of replay memories and queues (records of any nested space)."""
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -10,6 +12,7 @@ from rlgraph.components.component import Component
 from rlgraph.components.memories.memory_size import check_memory_size, record_bytes
 from rlgraph.spaces import Space, TextBox
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.safe_npz import ArraySpec, read_npz_bytes
 
 
 class Memory(Component):
@@ -102,15 +105,16 @@ class Memory(Component):
         """
         where = f"{self.global_scope}.load"
         variables = self.memory_variables()
-        values = read_npz(path, where)
+        current = {name: _read(var) for name, var in variables.items()}
+        values = read_npz(path, where, {name: ArraySpec(value.shape, value.dtype.kind, value.dtype)
+                                        for name, value in current.items()})
         if sorted(values) != sorted(variables):
             raise RLGraphCheckpointError("the file holds other variables than this memory", where=where,
                                          expected=sorted(variables), received=sorted(values))
         for name, var in variables.items():
-            current = _read(var)
-            if values[name].shape != current.shape or values[name].dtype != current.dtype:
+            if values[name].shape != current[name].shape or values[name].dtype != current[name].dtype:
                 raise RLGraphCheckpointError(f"variable '{name}' does not fit", where=where,
-                                             expected=f"{current.shape} {current.dtype}",
+                                             expected=f"{current[name].shape} {current[name].dtype}",
                                              received=f"{values[name].shape} {values[name].dtype}")
         self.check_restored_variables(values, where)
         for name, var in variables.items():
@@ -130,20 +134,25 @@ class Memory(Component):
                                                  received=repr(value.tolist()) if value.size < 10 else value.shape)
 
 
-def read_npz(path: str, where: str) -> Dict[str, np.ndarray]:
-    """All arrays of an .npz file (".npz" appended if `path` lacks it and does not exist), read
-    without pickle: an object array in the file is an error, never unpickled.
+def read_npz(path: str, where: str, expected: Dict[str, ArraySpec], max_bytes: Optional[int] = None,
+             prefixed: Optional[Dict[str, ArraySpec]] = None) -> Dict[str, np.ndarray]:
+    """The arrays of .npz file `path` (".npz" appended if `path` lacks it and does not exist), each
+    bounded by `expected` before it is decompressed and read without pickle (`safe_npz.read_npz_bytes`).
 
     Raises:
-        RLGraphCheckpointError: A missing, damaged or pickle-holding file.
+        RLGraphCheckpointError: A missing, damaged, unexpected or pickle-holding file.
     """
+    path = path if os.path.exists(path) or path.endswith(".npz") else path + ".npz"
     try:
-        with np.load(path if os.path.exists(path) or path.endswith(".npz") else path + ".npz",
-                     allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except Exception as error:  # noqa: BLE001 - any unreadable file is a checkpoint error
-        raise RLGraphCheckpointError(f"cannot read '{os.path.basename(path)}' ({type(error).__name__}: {error})",
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            data = handle.read()
+    except OSError as error:
+        raise RLGraphCheckpointError(f"cannot read '{os.path.basename(path)}' ({error.strerror or error})",
                                      where=where, received=path) from None
+    return read_npz_bytes(data, os.path.basename(path), where, expected, max_bytes, prefixed)
 
 
 def write_npz(path: str, values: Dict[str, np.ndarray]) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
-from rlgraph.utils.checkpoint_dir import CheckpointWriter, read_json, verify_checkpoint, write_json
+from rlgraph.utils.checkpoint_dir import CheckpointWriter, write_json
+from rlgraph.utils.checkpoint_files import read_checkpoint
+from rlgraph.utils.checkpoint_values import check_counter
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
 
 STATE_FILE = "executor_state.json"
@@ -19,7 +21,8 @@ class ApexCheckpoints:
     A checkpoint directory holds `learner/` (the learner agent's `store_model`: weights,
     optimizer, counters), `replay-<i>.npz` per non-empty shard, `executor_state.json`
     (counters, shard files and sizes) and the manifest of all of them; it is written
-    atomically (`rlgraph/utils/checkpoint_dir.py`) and verified before anything is loaded.
+    atomically (`rlgraph/utils/checkpoint_dir.py`) and read once, verified, before anything is loaded
+    (`rlgraph/utils/checkpoint_files.py`).
 
     A shard found dead by a checkpoint's calls is restarted from its snapshot, as in sampling
     (`RayExecutor._call_each`), and the checkpoint holds the restarted shard.
@@ -68,8 +71,9 @@ class ApexCheckpoints:
                 anything changes).
         """
         where = "ApexExecutor.load_checkpoint"
-        verify_checkpoint(path, CHECKPOINT_KIND, where)  # Every file, the learner's included, as written.
-        state = read_json(os.path.join(path, STATE_FILE), where)
+        # Every file, the learner's included, read once and verified; nothing else is read.
+        files = read_checkpoint(path, CHECKPOINT_KIND, where)
+        state = files.json(STATE_FILE)
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
                 state.get("executor") != type(self).__name__:
             raise RLGraphCheckpointError("not an Ape-X executor checkpoint", where=where,
@@ -81,36 +85,38 @@ class ApexCheckpoints:
                                          expected=len(self.shards), received=state.get("num_replay_workers"))
         counters = {}
         for key in ("env_timesteps", "env_frames", "learner_version", "records_lost", "restarts"):
-            value = state.get(key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise RLGraphCheckpointError(f"{STATE_FILE} has a damaged '{key}'", where=where,
-                                             expected="an integer >= 0", received=repr(value))
-            counters[key] = value
+            counters[key] = check_counter(state.get(key), f"{STATE_FILE}: {key}", where)
         steps = state.get("worker_timesteps", [])
-        if not isinstance(steps, list) or not all(isinstance(v, int) and v >= 0 for v in steps):
+        if not isinstance(steps, list):
             raise RLGraphCheckpointError(f"{STATE_FILE} has damaged 'worker_timesteps'", where=where,
-                                         expected="a list of integers >= 0", received=repr(steps))
-        files = state.get("shard_files")
-        if not isinstance(files, list) or len(files) != len(self.shards) or \
-                not all(f is None or (isinstance(f, str) and os.path.basename(f) == f) for f in files):
+                                         expected="a list of integers >= 0", received=repr(steps)[:200])
+        for i, value in enumerate(steps):
+            check_counter(value, f"{STATE_FILE}: worker_timesteps[{i}]", where)
+        shard_files = state.get("shard_files")
+        if not isinstance(shard_files, list) or len(shard_files) != len(self.shards) or \
+                not all(f is None or (isinstance(f, str) and os.path.basename(f) == f) for f in shard_files):
             raise RLGraphCheckpointError(f"{STATE_FILE} has damaged 'shard_files'", where=where,
-                                         expected=f"{len(self.shards)} file names (or null)", received=repr(files))
-        missing = [f for f in files if f is not None and not os.path.isfile(os.path.join(path, f))]
+                                         expected=f"{len(self.shards)} file names (or null)",
+                                         received=repr(shard_files)[:200])
+        missing = [f for f in shard_files if f is not None and not files.has(f)]
         if missing:
-            raise RLGraphCheckpointError("replay shard files are missing", where=where, received=missing)
-        paths = [None if name is None else os.path.abspath(os.path.join(path, name)) for name in files]
+            raise RLGraphCheckpointError("replay shard files are missing from the manifest", where=where,
+                                         received=missing)
+        # The shards get the verified bytes, never a path to read again.
+        contents = [None if name is None else files.read(name) for name in shard_files]
+        learner = files.sub("learner", "agent")
         restarts_before = self.num_restarts  # (A shard found dead here is restarted, and counted on.)
         # Everything is read and checked before anything changes: the shards' files, then the
-        # learner's (its `load_model` checks before it writes).
-        self._call_each([shard for shard, file in zip(self.shards, paths) if file is not None], "check",
-                        self._restart_shard, [(file,) for file in paths if file is not None])
+        # learner's (its load checks before it writes).
+        self._call_each([shard for shard, data in zip(self.shards, contents) if data is not None], "check",
+                        self._restart_shard, [(data,) for data in contents if data is not None])
         with self.learner.lock:
-            self.local_agent.load_model(os.path.join(path, "learner"))
+            self.local_agent.load_checkpoint_files(learner)
             self.learner.version = counters["learner_version"]
-        for index, file in enumerate(paths):
+        for index, data in enumerate(contents):
             # A loaded shard makes the file its snapshot and counts its inserts from zero, as the driver does.
-            size = self._call_each([self.shards[index]], "clear" if file is None else "load", self._restart_shard,
-                                   [() if file is None else (file,)])[0]
+            size = self._call_each([self.shards[index]], "clear" if data is None else "load", self._restart_shard,
+                                   [() if data is None else (data,)])[0]
             shard = self.shards[index]  # (The slot's shard, restarted or not.)
             shard.size, shard.records_sent = size, 0
             shard.generation += 1  # Priorities of batches sampled before are dropped.

@@ -124,17 +124,17 @@ class ReplayShard:
             self.memory.save(path)
         return size
 
-    def load(self, path: str) -> int:
-        """Restores the memory from `path` and makes it the snapshot (a restart comes back to it);
-        the insert count starts again. Returns the size."""
+    def load(self, path: Any) -> int:
+        """Restores the memory from `path` (or a file's verified bytes) and makes it the snapshot (a
+        restart comes back to it); the insert count starts again. Returns the size."""
         self.memory.load(path)
         self.inserted_since_load = 0
         self.inserted_since_snapshot = 0
         self.snapshot()
         return self.memory.get_size()
 
-    def check(self, path: str) -> int:
-        """Validates a memory file for `load` without changing anything; returns its size."""
+    def check(self, path: Any) -> int:
+        """Validates a memory file (a path or its bytes) for `load` without changing anything; returns its size."""
         return self.memory.check_file(path)
 
     def clear(self) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import collections
 import copy
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -14,7 +13,9 @@ import numpy as np
 from rlgraph.agents.impala.rollouts import concat_rollouts, split_rows
 from rlgraph.agents.impala.actor import IMPALAActor
 from rlgraph.execution.ray.ray_executor import RayExecutor
-from rlgraph.utils.checkpoint_dir import CheckpointWriter, read_json, verify_checkpoint, write_json
+from rlgraph.utils.checkpoint_dir import CheckpointWriter, write_json
+from rlgraph.utils.checkpoint_files import read_checkpoint
+from rlgraph.utils.checkpoint_values import INT64_MAX
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -291,15 +292,17 @@ class IMPALAExecutor(RayExecutor):
             RLGraphCheckpointError: A missing, damaged or foreign checkpoint (nothing changes then).
         """
         where = f"{type(self).__name__}.load_checkpoint"
-        verify_checkpoint(path, CHECKPOINT_KIND, where)
-        state = read_json(os.path.join(path, STATE_FILE), where)
+        files = read_checkpoint(path, CHECKPOINT_KIND, where)  # Read once, verified; nothing else is read.
+        state = files.json(STATE_FILE)
         counters = {k: state.get(k) if isinstance(state, dict) else None for k in ("env_timesteps", "env_frames")}
         if not isinstance(state, dict) or state.get("executor") != type(self).__name__ or any(
-                isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in counters.values()):
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX for v in counters.values()):
             raise RLGraphCheckpointError("not a valid IMPALA executor checkpoint", where=where,
-                                         expected="executor IMPALAExecutor, counters >= 0", received=state)
+                                         expected="executor IMPALAExecutor, counters in [0, 2**63 - 1]",
+                                         received=repr(state)[:200])
+        learner = files.sub("learner", "agent")
         with self.learner.lock:
-            self.local_agent.load_model(os.path.join(path, "learner"))
+            self.local_agent.load_checkpoint_files(learner)
         self.env_timesteps, self.env_frames = counters["env_timesteps"], counters["env_frames"]
         self.fifo.clear()
         self._broadcast_weights()
