@@ -16,6 +16,7 @@ from rlgraph.utils.rlgraph_errors import (RLGraphCheckpointError, RLGraphError, 
                                           RLGraphSpecError)
 
 _RECORD_PREFIX = "record:"  # npz key of a record leaf: "record:" + auto-key ("record:/s")
+_EXTRA_PREFIX = "extra_"  # npz key of an owner's counter saved with the records (`save(extra=...)`)
 
 
 class MemPrioritizedReplay:
@@ -257,7 +258,7 @@ class MemPrioritizedReplay:
                       index=np.int64(self.index), size=np.int64(self.size), max_priority=np.float64(self.max_priority),
                       rng_keys=keys, rng_position=np.int64(pos), rng_has_gauss=np.int64(has_gauss),
                       rng_cached_gaussian=np.float64(cached))
-        values.update({f"extra_{name}": np.int64(value) for name, value in (extra or {}).items()})
+        values.update({_EXTRA_PREFIX + name: np.int64(value) for name, value in (extra or {}).items()})
         return write_npz(path, values)
 
     def load(self, path: Any) -> None:
@@ -310,7 +311,10 @@ class MemPrioritizedReplay:
             expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype,
                                                              mismatch="the file's records do not fit this memory")
                              for key, store in self.storage.items()})
-        prefixed = {_RECORD_PREFIX: ArraySpec((self.capacity, Ellipsis), "biuf")} if self.record_space is None else None
+        # An owner's integer counters saved with the records (`save(extra=...)`).
+        prefixed = {_EXTRA_PREFIX: ArraySpec((), "iu")}
+        if self.record_space is None:
+            prefixed[_RECORD_PREFIX] = ArraySpec((self.capacity, Ellipsis), "biuf")
         if isinstance(source, (bytes, bytearray, memoryview)):
             values = read_npz_bytes(bytes(source), "memory file", where, expected, prefixed=prefixed)
         else:
