@@ -246,3 +246,47 @@ def test_a_full_disk_while_logging_keeps_the_csv_whole_and_closing_never_hides_t
     assert any("closing the logs" in record.getMessage() for record in caplog.records)
     assert not (tmp_path / "learning_curve.png").exists() and not [n for n in os.listdir(tmp_path) if ".tmp" in n]
     logs.close()  # (Closed already: nothing more happens.)
+
+
+class _FullFile:
+    """A file whose writes fail with ENOSPC once `room` bytes are written (a disk that fills up)."""
+
+    def __init__(self, path, mode, room=100):
+        self.handle, self.room = open(path, mode), room
+
+    def write(self, data):
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.handle.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.handle.close()
+
+
+def test_the_backends_report_a_full_disk_during_a_save_as_the_oserror(backend, tmp_path, monkeypatch):
+    # torch.save turns the OSError of a failed write into a RuntimeError, TF into a
+    # ResourceExhaustedError: both come back as the OSError, which a run reports as above.
+    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    agent, _ = make_agent_and_env(resolve_config(_grid_config(), backend=backend))
+    if backend == "pytorch":
+        import rlgraph.graphs.pytorch_executor as executor_module
+        monkeypatch.setattr(executor_module, "open", _FullFile, raising=False)
+    else:
+        import tensorflow as tf
+        from rlgraph.graphs.tensorflow_executor import TensorFlowExecutor
+
+        def full(executor, path, exclude):
+            raise tf.errors.ResourceExhaustedError(None, None, f"{path}_temp/part-00000; No space left on device")
+        monkeypatch.setattr(TensorFlowExecutor, "_write_checkpoint", full)
+    with pytest.raises(OSError) as info:
+        agent.store_model(str(tmp_path / "checkpoint"), add_timestep=False)
+    assert info.value.errno == errno.ENOSPC and info.value.filename.startswith(str(tmp_path))
+    assert os.listdir(tmp_path) == []  # The save's temporary directory is gone.
+    agent.terminate()
