@@ -69,7 +69,7 @@ def test_two_resumes_of_one_run_do_not_both_train(tmp_path, capsys):
     run = tmp_path / "run"
     train(_grid_config(num_timesteps=25, evaluation_interval=0), output_dir=str(run), progress=False)
     episodes = (run / "episodes.csv").read_bytes()
-    holder = _hold_lock_in_a_process(run)  # A real second process resumes the run and trains.
+    holder = _hold_lock_in_a_process(run)  # Another process holds the run, as a running --resume does.
     try:
         assert main(["train", "--resume", str(run), "--steps", "50", "--no-progress"]) == 2
         err = capsys.readouterr().err.strip()
@@ -102,13 +102,17 @@ def test_the_lock_of_a_killed_process_never_blocks(tmp_path):
     assert os.listdir(run) == []
 
 
-def test_a_stale_lock_file_does_not_make_a_directory_look_used(tmp_path, capsys):
+def test_rlgraph_train_seeds_locks_its_directory_too(tmp_path):
+    from rlgraph.execution.multi_seed import train_seeds
+    with lock_run_dir(str(tmp_path), "test"), pytest.raises(RLGraphRunDirLockedError, match=f"pid {os.getpid()}"):
+        train_seeds(_grid_config(), [1, 2], str(tmp_path), echo=lambda line: None)
+    assert os.listdir(tmp_path) == []  # No config.json, no seed started.
+
+
+def test_a_stale_lock_file_does_not_make_a_directory_look_used(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / LOCK_FILE).write_text("999999\n")  # Left by a process killed with -9.
-    from rlgraph.execution.multi_seed import train_seeds
-    with lock_run_dir(str(tmp_path / "seeds"), "test"), pytest.raises(RLGraphRunDirLockedError):
-        train_seeds(_grid_config(), [1, 2], str(tmp_path / "seeds"), echo=lambda line: None)
     assert train(_grid_config(num_timesteps=25, evaluation_interval=0), output_dir=str(run),
                  progress=False)["timesteps"] == 25
 
