@@ -198,9 +198,14 @@ def _train(args) -> int:
             return train_seeds(config, args.seeds, output_dir, jobs=args.jobs, ray_address=args.ray_address)
         summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address,
                         hooks=args.hook, loggers=_loggers(args))
-    # What `--seeds` (multi_seed) reads back of each seed's run.
-    with open(os.path.join(output_dir, "summary.json"), "w") as handle:
-        json.dump(summary, handle, indent=2, default=_json_value)
+    # What `--seeds` (multi_seed) reads back of each seed's run; written whole or not at all.
+    from rlgraph.utils.run_logs import write_atomically, write_error
+    try:
+        write_atomically(os.path.join(output_dir, "summary.json"),
+                         lambda handle: json.dump(summary, handle, indent=2, default=_json_value))
+    except OSError as error:
+        raise write_error(error, f"{output_dir}/summary.json", "rlgraph train",
+                          f"the run itself finished: its checkpoints and logs are in {output_dir}.") from error
     evaluations = ", ".join(f"{step}: {value:.1f}" for step, value in summary["evaluations"]) or "none"
     print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
           f"{summary['wall_time']:.1f} s ({summary['env_frames_per_second']:.0f} steps/s) on {summary['backend']}.")

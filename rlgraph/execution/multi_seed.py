@@ -105,6 +105,7 @@ def train_seeds(config: dict, seeds: Sequence[int], run_dir: str, jobs: Optional
 
     Raises:
         RLGraphError: For duplicate or invalid seeds, `jobs` < 1, or a `run_dir` that holds files.
+        RLGraphRunDirLockedError: While another run holds `run_dir` (`run_lock.py`).
     """
     seeds = [check_seed(seed, "--seeds", "rlgraph train", allow_none=False) for seed in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -120,14 +121,23 @@ def train_seeds(config: dict, seeds: Sequence[int], run_dir: str, jobs: Optional
     for key in ("torch_num_threads", "tf_num_threads"):
         if execution.get(key) is None:
             execution[key] = 1
-    if os.path.isdir(run_dir) and os.listdir(run_dir):
-        raise RLGraphError("the output directory is not empty (it holds another run)", where="rlgraph train --seeds "
-                           "--output-dir", expected="a new or empty directory", received=run_dir,
-                           hint="choose another --output-dir.")
-    os.makedirs(run_dir, exist_ok=True)
+    from rlgraph.execution.run_lock import lock_run_dir
+    from rlgraph.execution.run_state import is_empty_run_dir
+    where = "rlgraph train --seeds --output-dir"
+    with lock_run_dir(run_dir, where):  # Held while the seeds run: one `--seeds` run per directory.
+        if not is_empty_run_dir(run_dir):
+            raise RLGraphError("the output directory is not empty (it holds another run)", where=where,
+                               expected="a new or empty directory", received=run_dir,
+                               hint="choose another --output-dir.")
+        return _train_seeds(config, seeds, run_dir, jobs, ray_address, command, echo)
+
+
+def _train_seeds(config: dict, seeds: List[int], run_dir: str, jobs: int, ray_address: Optional[str],
+                 command: Optional[Callable[[str, int, str], List[str]]], echo: Callable[[str], None]) -> int:
+    """`train_seeds` in its locked, empty `run_dir`."""
+    from rlgraph.utils.run_logs import write_atomically
     config_path = os.path.abspath(os.path.join(run_dir, "config.json"))
-    with open(config_path, "w") as handle:
-        json.dump(config, handle, indent=2, default=str)
+    write_atomically(config_path, lambda handle: json.dump(config, handle, indent=2, default=str))
     command = command or (lambda path, seed, out: child_command(path, seed, out, ray_address))
     echo(f"rlgraph train: {len(seeds)} seeds, {jobs} at a time, into {run_dir}")
     statuses, interrupted = _run_processes(
@@ -237,20 +247,24 @@ def seed_curves(run_dir: str, seeds: Sequence[int]) -> Tuple[np.ndarray, np.ndar
 
 
 def _report(run_dir: str, rows: List[Dict[str, Any]], config: dict, echo: Callable[[str], None]) -> None:
-    """Writes summary.csv/.json and the curve files, and prints the table and the failed seeds."""
-    with open(os.path.join(run_dir, "summary.csv"), "w", newline="") as handle:
+    """Writes summary.csv/.json and the curve files (each atomically), and prints the table and the
+    failed seeds."""
+    from rlgraph.utils.run_logs import write_atomically
+
+    def summary_csv(handle):
         writer = csv.DictWriter(handle, fieldnames=SUMMARY_FIELDS)
         writer.writeheader()
         writer.writerows({key: "" if value is None else value for key, value in row.items()} for row in rows)
+    write_atomically(os.path.join(run_dir, "summary.csv"), summary_csv, newline="")
     done = [row for row in rows if row["exit_status"] == 0]
     aggregate = {}
     for key in AGGREGATED:
         values = [row[key] for row in done if row[key] is not None]
         mean, half_width = mean_ci(values)
         aggregate[key] = {"mean": _number(mean), "ci95": _number(half_width), "n": len(values)}
-    with open(os.path.join(run_dir, "summary.json"), "w") as handle:
-        json.dump({"seeds": rows, "aggregate": aggregate, "interval": "95% Student's t, mean +- t * s / sqrt(n)"},
-                  handle, indent=2)
+    write_atomically(os.path.join(run_dir, "summary.json"), lambda handle: json.dump(
+        {"seeds": rows, "aggregate": aggregate, "interval": "95% Student's t, mean +- t * s / sqrt(n)"}, handle,
+        indent=2))
     echo(_table(rows))
     if done:
         echo(f"across {len(done)} finished seeds (mean ± 95% CI, Student's t): " + ", ".join(
@@ -269,12 +283,15 @@ def _report(run_dir: str, rows: List[Dict[str, Any]], config: dict, echo: Callab
 
 
 def _write_curve(run_dir: str, grid: np.ndarray, curves: np.ndarray, config: dict, echo) -> None:
+    from rlgraph.utils.run_logs import write_atomically
     mean, half_width = mean_ci(curves)
-    with open(os.path.join(run_dir, "seeds_curve.csv"), "w", newline="") as handle:
+
+    def curve_csv(handle):
         writer = csv.writer(handle)
         writer.writerow(["step", "mean_return", "ci95", "seeds"])
         writer.writerows([int(s), float(m), "" if math.isnan(h) else float(h), len(curves)]
                          for s, m, h in zip(grid, np.atleast_1d(mean), np.atleast_1d(half_width)))
+    write_atomically(os.path.join(run_dir, "seeds_curve.csv"), curve_csv, newline="")
     from rlgraph.execution.env_ids import env_id
     env = config.get("environment_spec")
     env_name = env_id(env) or (env.get("type") if isinstance(env, dict) else None) or "its environment"

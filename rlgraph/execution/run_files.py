@@ -3,19 +3,24 @@
 config.json, episodes.csv and evaluations.csv, TensorBoard event files (and the hooks' `on_log`),
 the checkpoints (step-N, best, final, each with the run's config and loop state) and the
 learning-curve PNG. A resumed run's logs continue the files of the run it resumes.
+
+A write that fails (a full disk) raises an `RLGraphError` (`RLGraphCheckpointError` for a
+checkpoint) with the `OSError` chained, and leaves every file whole: checkpoints, config.json and
+the PNG are written to a temporary file and renamed into place, a CSV row that fails is cut off.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from rlgraph.agents.specs import SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS
 from rlgraph.execution.run_state import (BEST, BEST_FILE, FINAL, TRAIN_STATE_FILE, LoopState, note_checkpoint,
                                          trim_csv)
-from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphInterrupted
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError, RLGraphInterrupted
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +48,14 @@ def interrupted(signals: Any, run: LoopState, spec: dict, logs: "RunLogs", store
 def checkpoint_after_env_failure(error: RLGraphEnvError, run: LoopState, worker: Any, logs: "RunLogs",
                                   store: Callable[..., str]) -> None:
     """Logs the episodes that finished before an env failed, writes a checkpoint at the env steps
-    taken and names it in `error`'s hint. A failing save is logged, never raised over `error`."""
+    taken and names it in `error`'s hint. A failing save (or log) is logged, never raised over `error`."""
     cut = worker.interrupted_stats
-    if cut is not None:
-        logs.log_episodes(cut["episode_end_steps"], cut["episode_returns"], cut["episode_lengths"])
-        run.steps += cut["timesteps_executed"]
-        run.episodes += cut["episodes_executed"]
-        run.last_update_timestep = worker.last_update_timestep
     try:
+        if cut is not None:
+            run.steps += cut["timesteps_executed"]
+            run.episodes += cut["episodes_executed"]
+            run.last_update_timestep = worker.last_update_timestep
+            logs.log_episodes(cut["episode_end_steps"], cut["episode_returns"], cut["episode_lengths"])
         path = logs.periodic_checkpoint(run.steps, store, run)
     except Exception as save_error:  # noqa: BLE001 - the env's error is the one to report.
         logger.warning("no checkpoint after the environment failure: %s", save_error)
@@ -66,22 +71,24 @@ class RunLogs:
         its step are dropped first, episode numbers and the curve go on, its step-N checkpoints
         count towards `saver_spec.max_checkpoints`. `hooks`: their `Hook.on_log` gets every
         TensorBoard point (loggers send them on)."""
-        from rlgraph.utils.run_logs import CSVLogger
+        from rlgraph.utils.run_logs import CSVLogger, write_atomically
         from rlgraph.utils.tensorboard import TensorBoardWriter
         self.output_dir = output_dir
-        os.makedirs(output_dir, exist_ok=True)
         self.config = config
-        if resume is not None:
-            for name in ("episodes.csv", "evaluations.csv"):
-                trim_csv(os.path.join(output_dir, name), resume.state.steps)
-        with open(os.path.join(output_dir, "config.json"), "w") as handle:
-            json.dump(config, handle, indent=2, default=str)
-        self.episodes = CSVLogger(os.path.join(output_dir, "episodes.csv"), ["step", "episode", "return", "length"])
-        self.evaluations = CSVLogger(os.path.join(output_dir, "evaluations.csv"),
-                                     ["step", "mean_return", "min_return", "max_return"])
-        # summary_spec/saver_spec as `resolve_config` checked them (defaults where a config has none).
-        summary = dict(SUMMARY_SPEC_DEFAULTS, **(config.get("summary_spec") or {}))
-        self.tensorboard = TensorBoardWriter(summary["directory"] or os.path.join(output_dir, "tensorboard"))
+        with self._writing("config.json and the log files"):
+            os.makedirs(output_dir, exist_ok=True)
+            if resume is not None:
+                for name in ("episodes.csv", "evaluations.csv"):
+                    trim_csv(os.path.join(output_dir, name), resume.state.steps)
+            write_atomically(os.path.join(output_dir, "config.json"),
+                             lambda handle: json.dump(config, handle, indent=2, default=str))
+            self.episodes = CSVLogger(os.path.join(output_dir, "episodes.csv"),
+                                      ["step", "episode", "return", "length"])
+            self.evaluations = CSVLogger(os.path.join(output_dir, "evaluations.csv"),
+                                         ["step", "mean_return", "min_return", "max_return"])
+            # summary_spec/saver_spec as `resolve_config` checked them (defaults where a config has none).
+            summary = dict(SUMMARY_SPEC_DEFAULTS, **(config.get("summary_spec") or {}))
+            self.tensorboard = TensorBoardWriter(summary["directory"] or os.path.join(output_dir, "tensorboard"))
         self.summary_interval, self.last_scalar_step = summary["summary_interval"], None
         self.max_checkpoints = dict(SAVER_SPEC_DEFAULTS, **(config.get("saver_spec") or {}))["max_checkpoints"]
         self.periodic_checkpoints = []  # Paths of this run's step-N checkpoints, oldest first.
@@ -92,6 +99,26 @@ class RunLogs:
         if resume is not None:
             self._continue(resume)
 
+    @contextlib.contextmanager
+    def _writing(self, what: str, error_class: type = RLGraphError) -> Iterator[None]:
+        """Turns an `OSError` raised while writing `what` (a path in the run directory) into an
+        `RLGraphError` (`error_class`) that says how to go on."""
+        from rlgraph.utils.run_logs import write_error
+        try:
+            yield
+        except OSError as error:
+            raise write_error(error, what, f"run directory {self.output_dir}", self._write_hint(error),
+                              error_class) from error
+
+    def _write_hint(self, error: OSError) -> str:
+        from rlgraph.utils.run_logs import DISK_FULL
+        directory = os.path.join(self.output_dir, "checkpoints")
+        resumable = os.path.isdir(directory) and any(not n.startswith(".") for n in os.listdir(directory))
+        then = (f"`rlgraph train --resume {self.output_dir}` continues the run from its newest checkpoint"
+                if resumable else "start the run again in a new --output-dir (it has no checkpoint yet)")
+        fix = "free space on its disk" if error.errno in DISK_FULL else "fix the cause"
+        return f"{fix}, then {then}; the files written before are intact."
+
     def _continue(self, resume: Any) -> None:
         from rlgraph.utils.run_logs import read_csv
         self.episode_count = resume.state.episode_count
@@ -101,7 +128,8 @@ class RunLogs:
         steps = [int(n[5:]) for n in os.listdir(directory) if n.startswith("step-") and n[5:].isdigit()]
         self.periodic_checkpoints = [os.path.join(directory, f"step-{n}") for n in sorted(steps)]
         # TensorBoard drops the points the interrupted process wrote after the checkpoint.
-        self.tensorboard.add_session_start(resume.state.steps + 1)
+        with self._writing("the TensorBoard events"):
+            self.tensorboard.add_session_start(resume.state.steps + 1)
 
     def log_chunk(self, stats: dict, agent: Any) -> None:
         """A `SingleThreadedWorker` chunk: its episodes and scalars (the chunk's mean loss and
@@ -109,7 +137,8 @@ class RunLogs:
         self.log_episodes(stats["episode_end_steps"], stats["episode_returns"], stats["episode_lengths"])
         step = stats["total_timesteps"]
         if not self.scalars_due(step):
-            self.tensorboard.flush()
+            with self._writing("the TensorBoard events"):
+                self.tensorboard.flush()
             return
         scalars = {"train/loss": stats["mean_loss"]} if stats["num_updates"] else {}
         runtime = stats["runtime"]
@@ -121,8 +150,10 @@ class RunLogs:
     def log_episodes(self, steps: Sequence[int], returns: Sequence[float], lengths: Sequence[Any]) -> None:
         """One episodes.csv row and TensorBoard point per episode (a length may be None: unknown)."""
         for step, ret, length in zip(steps, returns, lengths):
+            with self._writing("episodes.csv"):
+                self.episodes.log({"step": step, "episode": self.episode_count + 1, "return": ret,
+                                   "length": length})
             self.episode_count += 1
-            self.episodes.log({"step": step, "episode": self.episode_count, "return": ret, "length": length})
             self._write(step, {"train/episode_return": ret})
             self.curve_steps.append(step)
             self.curve_returns.append(ret)
@@ -133,7 +164,8 @@ class RunLogs:
         if self.scalars_due(step):
             self.last_scalar_step = step
             self._write(step, scalars)
-        self.tensorboard.flush()
+        with self._writing("the TensorBoard events"):
+            self.tensorboard.flush()
 
     def scalars_due(self, step: int) -> bool:
         """Whether `log_scalars(step, ...)` would write (see `summary_spec.summary_interval`)."""
@@ -141,26 +173,35 @@ class RunLogs:
 
     def _write(self, step: int, scalars: Dict[str, float]) -> None:
         """TensorBoard points (one event per tag) and the hooks' `on_log`."""
-        for name, value in scalars.items():
-            self.tensorboard.add_scalar(name, value, step)
+        with self._writing("the TensorBoard events"):
+            for name, value in scalars.items():
+                self.tensorboard.add_scalar(name, value, step)
         for hook in self.hooks:
             hook.on_log(step, scalars)
 
     def log_evaluation(self, step: int, result: dict) -> None:
-        self.evaluations.log({"step": step, "mean_return": result["mean_episode_return"],
-                              "min_return": result["min_episode_return"], "max_return": result["max_episode_return"]})
+        with self._writing("evaluations.csv"):
+            self.evaluations.log({"step": step, "mean_return": result["mean_episode_return"],
+                                  "min_return": result["min_episode_return"],
+                                  "max_return": result["max_episode_return"]})
         self._write(step, {"eval/mean_return": result["mean_episode_return"]})
 
     def checkpoint(self, name: str, store: Callable[..., str], state: Optional[LoopState] = None,
                    extra: Optional[Dict[str, Any]] = None) -> str:
         """checkpoints/`name`: what `store(path, extra_files=...)` writes there, with the run's
         config.json (and the loop's `state` as train_state.json, which `--resume` reads) inside
-        the checkpoint, so its manifest covers them too."""
+        the checkpoint, so its manifest covers them too.
+
+        Raises:
+            RLGraphCheckpointError: When it cannot be written (the `OSError` chained); the
+                checkpoint that was at its place, if any, is intact.
+        """
         files = {"config.json": self.config, **(extra or {})}
         if state is not None:
             state.episode_count = self.episode_count  # (The logs number the episodes.)
             files[TRAIN_STATE_FILE] = state.to_json()
-        return store(os.path.join(self.output_dir, "checkpoints", name), extra_files=files)
+        with self._writing(f"checkpoints/{name}", RLGraphCheckpointError):
+            return store(os.path.join(self.output_dir, "checkpoints", name), extra_files=files)
 
     def periodic_checkpoint(self, step: int, store: Callable[..., str], state: Optional[LoopState] = None) -> str:
         """checkpoints/step-`step` (see `checkpoint`); beyond `saver_spec.max_checkpoints` the
@@ -192,14 +233,32 @@ class RunLogs:
     def close(self) -> str:
         """Closes the logs (all rows are on disk then) and plots learning_curve.png from the
         episodes logged so far; returns the plot's path. A failed run ends here too; a second
-        call does nothing."""
-        from rlgraph.utils.run_logs import plot_learning_curve, read_csv
+        call does nothing.
+
+        Raises:
+            RLGraphError: When a part cannot be written (the first such error; every part is
+                closed all the same, and learning_curve.png is the previous one or the new one).
+        """
         if self.closed:
             return self.curve
         self.closed = True
-        self.tensorboard.close()
-        self.episodes.close()
-        self.evaluations.close()
+        errors = []
+        for what, step in (("the TensorBoard events", self.tensorboard.close), ("episodes.csv", self.episodes.close),
+                           ("evaluations.csv", self.evaluations.close),
+                           ("learning_curve.png", self._plot)):
+            try:
+                with self._writing(what):
+                    step()
+            except Exception as error:  # noqa: BLE001 - the other parts are closed all the same.
+                errors.append(error)
+        for error in errors[1:]:
+            logger.warning("%s: closing the logs: %s", self.output_dir, error)
+        if errors:
+            raise errors[0]
+        return self.curve
+
+    def _plot(self) -> None:
+        from rlgraph.utils.run_logs import plot_learning_curve, read_csv
         curve = os.path.join(self.output_dir, "learning_curve.png")
         env = self.config["environment_spec"]
         env_name = env.get("gym_env", env.get("game", env.get("type"))) if isinstance(env, dict) else env
@@ -208,4 +267,13 @@ class RunLogs:
         evaluations = read_csv(self.evaluations.path) if os.path.isfile(self.evaluations.path) else None
         plot_learning_curve(self.curve_steps, self.curve_returns, curve, title=title, evaluations=evaluations)
         self.curve = curve
-        return curve
+
+    def close_after_failure(self, cause: BaseException) -> None:
+        """`close()` after `cause` ended the run: what fails while closing (the same full disk,
+        say) is logged and noted on `cause`, never raised over it."""
+        try:
+            self.close()
+        except Exception as error:  # noqa: BLE001 - `cause` is the error to report.
+            logger.warning("%s: closing the logs after the run failed: %s", self.output_dir, error)
+            if hasattr(cause, "add_note"):  # (Python 3.11+.)
+                cause.add_note(f"Then closing the logs failed too: {error}")

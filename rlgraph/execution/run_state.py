@@ -21,6 +21,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from rlgraph.execution.run_lock import LOCK_FILE
 from rlgraph.utils.checkpoint_dir import is_checkpoint_dir, read_json, verify_checkpoint
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpecError
 
@@ -111,13 +112,18 @@ def _is_number(value: Any) -> bool:
 
 
 # --- Output directories ---------------------------------------------------------------------------
+def is_empty_run_dir(path: str) -> bool:
+    """Whether directory `path` is missing or holds nothing but a run's lock file (`run_lock.py`)."""
+    return not os.path.isdir(path) or not [name for name in os.listdir(path) if name != LOCK_FILE]
+
+
 def check_new_output_dir(output_dir: str, where: str) -> None:
-    """Refuses a directory that holds anything (another run's logs and checkpoints).
+    """Refuses a directory that holds anything (another run's logs and checkpoints) but a lock file.
 
     Raises:
         RLGraphError: Naming the directory, with `--resume` and another directory as hints.
     """
-    if os.path.isdir(output_dir) and os.listdir(output_dir):
+    if not is_empty_run_dir(output_dir):
         raise RLGraphError("the output directory is not empty (it holds another run)", where=where,
                            expected="a new or empty directory", received=output_dir,
                            hint=f"continue that run with `rlgraph train --resume {output_dir}` (python: "
@@ -135,6 +141,17 @@ class ResumePoint:
     config: dict
 
 
+def check_run_dir(run_dir: str, where: str) -> None:
+    """Refuses a `run_dir` to resume that no run wrote (it has no config.json).
+
+    Raises:
+        RLGraphError: Naming the directory.
+    """
+    if not os.path.isdir(run_dir) or not os.path.isfile(os.path.join(run_dir, "config.json")):
+        raise RLGraphError("no run directory to resume", where=where, received=run_dir,
+                           expected="a directory written by `rlgraph train --output-dir` (with config.json)")
+
+
 def resume_point(run_dir: str, where: str = "train(resume, --resume)") -> ResumePoint:
     """The newest checkpoint of `run_dir` by env step ("final" included, "best" not), verified
     against its manifest; a damaged one is skipped with a warning for the next newest.
@@ -142,10 +159,8 @@ def resume_point(run_dir: str, where: str = "train(resume, --resume)") -> Resume
     Raises:
         RLGraphError: No run directory, or no checkpoint of it with a training-loop state.
     """
+    check_run_dir(run_dir, where)
     directory = os.path.join(run_dir, "checkpoints")
-    if not os.path.isdir(run_dir) or not os.path.isfile(os.path.join(run_dir, "config.json")):
-        raise RLGraphError("no run directory to resume", where=where, received=run_dir,
-                           expected="a directory written by `rlgraph train --output-dir` (with config.json)")
     candidates = []
     for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
         path = os.path.join(directory, name)
@@ -215,10 +230,8 @@ def trim_csv(path: str, last_step: int) -> int:
     kept = [rows[0]] + [row for row in rows[1:] if keep(row)]
     dropped = len(rows) - len(kept)
     if dropped:
-        temporary = path + ".tmp"
-        with open(temporary, "w", newline="", encoding="utf-8") as handle:
-            csv.writer(handle).writerows(kept)
-        os.replace(temporary, path)
+        from rlgraph.utils.run_logs import write_atomically
+        write_atomically(path, lambda handle: csv.writer(handle).writerows(kept), newline="")
     return dropped
 
 

@@ -11,7 +11,8 @@ Loading and checking a config (`resolve_config`, the overrides, `make_agent_and_
 A run writes into `output_dir`: config.json (the resolved config), episodes.csv (every training
 episode), evaluations.csv, TensorBoard event files, checkpoints/ (every `checkpoint_interval`
 steps, on SIGINT/SIGTERM or an env failure, "best" and "final"), and learning_curve.png.
-`train(resume=RUN_DIR)` continues a run from its newest checkpoint (`run_state.py`).
+`train(resume=RUN_DIR)` continues a run from its newest checkpoint (`run_state.py`). A run holds
+the lock of its directory from start to end (`run_lock.py`): a second run on it is refused.
 
 A config whose `execution_spec` holds a `ray_spec` is a distributed (Ape-X) run: `train` hands
 it to `rlgraph.execution.distributed_training`, which writes the same files (docs/distributed.md).
@@ -28,9 +29,10 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 from rlgraph.execution.run_config import (TRAINING_SPEC_DEFAULTS, VECTORIZATIONS, apply_overrides, check_training_spec,
                                           is_distributed, make_agent_and_env, resolve_config)
 from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent
+from rlgraph.execution.run_lock import lock_run_dir
 from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
 from rlgraph.execution.run_state import (LoopState, StopOnSignals, check_new_output_dir, check_resume_arguments,
-                                         resume_point)
+                                         check_run_dir, resume_point)
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
 
 # The run config's names, importable from here as before (they live in run_config.py).
@@ -39,6 +41,8 @@ __all__ = ["TRAINING_SPEC_DEFAULTS", "VECTORIZATIONS", "apply_overrides", "resol
            "resumed_config"]
 
 logger = logging.getLogger(__name__)
+NEW_RUN, RESUMED_RUN = "train(output_dir, --output-dir)", "train(resume, --resume)"
+
 
 def training_envs(env_spec: Any, training_spec: Dict[str, Any], seed: Optional[int]) -> Any:
     """What the training worker steps: an `AsyncVectorEnv` for `vectorization` "async" with several
@@ -87,28 +91,45 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     Raises:
         RLGraphSpecError: For an invalid config, or a `ray_address` with a config that is not
             distributed.
-        RLGraphError: For an `output_dir` that holds files (another run) without `resume`.
+        RLGraphError: For an `output_dir` that holds files (another run) without `resume`; for a
+            file of the run that cannot be written (a full disk: `RLGraphCheckpointError` for a
+            checkpoint), with the `OSError` chained, after the logs are closed.
+        RLGraphRunDirLockedError: While another run (process) writes `output_dir` or `resume`.
         RLGraphInterrupted: On SIGINT/SIGTERM (with an `output_dir`), after the checkpoint and logs
             are written.
         RLGraphEnvError: When an environment raises; with an `output_dir` a checkpoint is written
             first (the error's hint names it).
     """
+    point = lock = None
+    if resume is not None:
+        check_resume_arguments(RESUMED_RUN, config=config, env=env, backend=backend, seed=seed,
+                               overrides=list(overrides or ()), ray_address=ray_address,
+                               output_dir=None if output_dir in (None, resume) else output_dir)
+        check_run_dir(resume, RESUMED_RUN)
+        output_dir = resume
+    else:
+        config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+    # Taken before the directory is looked at, held until the run ends: one run per directory.
+    lock = lock_run_dir(output_dir, RESUMED_RUN if resume is not None else NEW_RUN) if output_dir else None
+    try:
+        if resume is not None:
+            point = resume_point(resume, RESUMED_RUN)
+            config = resumed_config(point, num_timesteps)
+        elif output_dir:
+            check_new_output_dir(output_dir, NEW_RUN)
+        return _train(config, point, output_dir, progress, ray_address, hooks, loggers)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, ray_address: Optional[str],
+           hooks: Sequence[Any], loggers: Sequence[dict]) -> Dict[str, Any]:
+    """`train` of a resolved `config` (resumed from `point`, a `run_state.ResumePoint`, if not None)."""
     from rlgraph.execution.hooks import step_hooks
     from rlgraph.execution.loggers import close_hooks, run_hooks
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.video import training_videos
-    point = None
-    if resume is not None:
-        check_resume_arguments("train(resume, --resume)", config=config, env=env, backend=backend, seed=seed,
-                               overrides=list(overrides or ()), ray_address=ray_address,
-                               output_dir=None if output_dir in (None, resume) else output_dir)
-        point = resume_point(resume)
-        config = resumed_config(point, num_timesteps)
-        output_dir = resume
-    else:
-        config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
-        if output_dir:
-            check_new_output_dir(output_dir, "train(output_dir, --output-dir)")
     if is_distributed(config):
         if config["training_spec"]["vectorization"] == "async":
             raise RLGraphSpecError("vectorization 'async' is for runs in one worker", where="train(training_spec."
@@ -205,7 +226,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
         if logs:
             if isinstance(error, RLGraphEnvError):
                 checkpoint_after_env_failure(error, run, worker, logs, store)
-            logs.close()
+            logs.close_after_failure(error)
         close_hooks(hooks)
         worker.terminate()
         if evaluator is not None:
@@ -229,7 +250,7 @@ def resumed_config(point: Any, num_timesteps: Optional[int]) -> dict:
     Raises:
         RLGraphError: For a distributed run, or a run that already trained all its steps.
     """
-    where = "train(resume, --resume)"
+    where = RESUMED_RUN
     config = resolve_config(point.config, num_timesteps=num_timesteps)
     if is_distributed(config):
         raise RLGraphError("a distributed (Ape-X, IMPALA) run cannot be resumed", where=where, received=point.run_dir,

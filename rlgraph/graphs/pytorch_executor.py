@@ -118,7 +118,13 @@ class PyTorchExecutor(GraphExecutor):
         state = {k: r.variable.detach().cpu() for k, r in self._records().items() if k not in exclude}
         # torch.load does not verify the archive's CRCs: a digest of the tensors catches damaged files.
         state[_CHECKSUM_KEY] = torch.frombuffer(bytearray(_digest(state)), dtype=torch.uint8)
-        torch.save(state, path)
+        with open(path, "wb") as handle:  # (Python's file: a write that fails raises its OSError.)
+            try:
+                torch.save(state, handle)
+            except RuntimeError as error:  # torch's archive writer turns that OSError (a full disk) into this.
+                if not isinstance(error.__context__, OSError):
+                    raise
+                raise OSError(error.__context__.errno, error.__context__.strerror, path) from error
         return path
 
     def _read_checkpoint(self, path: str) -> dict:

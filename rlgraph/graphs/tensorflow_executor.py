@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import threading
@@ -145,6 +146,17 @@ class TensorFlowExecutor(GraphExecutor):
         tf.random.set_seed(seed)
 
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
+        import tensorflow as tf
+        try:
+            return self._write_checkpoint(path, exclude)
+        except tf.errors.OpError as error:  # TF reports a full disk as an op error that quotes strerror.
+            full = [code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None))
+                    if code is not None and os.strerror(code) in str(error)]
+            if not full:
+                raise
+            raise OSError(full[0], os.strerror(full[0]), path) from error
+
+    def _write_checkpoint(self, path: str, exclude: frozenset) -> str:
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         if not exclude:

@@ -3,13 +3,13 @@ from rlgraph.utils.rlgraph_errors import (RLGraphBackendUnavailableError, RLGrap
                                           RLGraphDistributedError, RLGraphEnvError, RLGraphError,
                                           RLGraphExportError,
                                           RLGraphInputIncompleteError, RLGraphInterrupted,
-                                          RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphSpaceError,
-                                          RLGraphSpecError)
+                                          RLGraphNonFiniteError, RLGraphObsoletedError, RLGraphRunDirLockedError,
+                                          RLGraphSpaceError, RLGraphSpecError)
 from rlgraph.utils.specifiable import Specifiable
 from rlgraph.utils.util import SMALL_NUMBER, convert_dtype, force_list, force_tuple, root_logger
 
 __all__ = ["RLGraphError", "RLGraphBuildError", "RLGraphSpaceError", "RLGraphSpecError",
            "RLGraphInputIncompleteError", "RLGraphObsoletedError", "RLGraphBackendUnavailableError",
            "RLGraphCheckpointError", "RLGraphDistributedError", "RLGraphEnvError", "RLGraphExportError",
-           "RLGraphNonFiniteError", "RLGraphInterrupted",
+           "RLGraphNonFiniteError", "RLGraphInterrupted", "RLGraphRunDirLockedError",
            "Specifiable", "convert_dtype", "force_list", "force_tuple", "SMALL_NUMBER", "root_logger"]

@@ -188,6 +188,25 @@ class RLGraphInterrupted(RLGraphError):
         super().__init__(message, **fields)
 
 
+class RLGraphRunDirLockedError(RLGraphError):
+    """Another run holds the run directory (`rlgraph train --output-dir`, `--resume`): one run at a
+    time writes a directory. The lock is the operating system's, so a run that died holds none.
+
+    Args:
+        message: What happened.
+        run_dir: The run directory.
+        pid: The process that holds it (None: not known).
+        lock_file: The lock file inside `run_dir`.
+    """
+
+    def __init__(self, message: str = "", *, run_dir: Optional[str] = None, pid: Optional[int] = None,
+                 lock_file: Optional[str] = None, **fields):
+        self.run_dir = run_dir
+        self.pid = pid
+        self.lock_file = lock_file
+        super().__init__(message, **fields)
+
+
 class RLGraphNonFiniteError(RLGraphError):
     """A NaN or an infinity where a run cannot go on with one: in an observed state or reward, an
     imported record, a loss, or weights handed to `set_weights`. The message names the field (or

@@ -13,30 +13,43 @@ Nothing here imports a backend; matplotlib is imported only inside `plot_learnin
 from __future__ import annotations
 
 import csv
+import errno
+import io
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import secrets
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.tensorboard import TensorBoardWriter, crc32c
 
+# The errors of a full disk: no space left, or the user's quota used up.
+DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
 __all__ = ["CSVLogger", "read_csv", "plot_learning_curve", "save_figure", "moving_average", "TensorBoardWriter",
-           "crc32c"]
+           "crc32c", "write_atomically", "write_error"]
 
 
 class CSVLogger:
-    """Appends rows (dicts) to a CSV file, one line per row, flushed right away.
+    """Appends rows (dicts) to a CSV file, one line per row, written to the file right away.
 
-    The header is written once. If the file already exists and has a header (a resumed run), its
-    columns are kept and rows are appended. Columns follow `fieldnames` if given, else the keys of
-    the first row, in order. When a later row brings keys that are not columns yet, they are added
-    at the end and the file is rewritten once with the wider header, earlier rows getting empty
-    cells for them, so the file stays a rectangular table. Keys missing from a row are left empty.
+    The header is written once: at once when `fieldnames` are given, else with the first row. If
+    the file already exists and has a header (a resumed run), its columns are kept and rows are
+    appended. Columns follow `fieldnames` if given, else the keys of the first row, in order. When
+    a later row brings keys that are not columns yet, they are added at the end and the file is
+    rewritten once (atomically) with the wider header, earlier rows getting empty cells for them,
+    so the file stays a rectangular table. Keys missing from a row are left empty.
+
+    Each row goes to the file in one write; one that fails (a full disk) is cut off again, so the
+    file never ends in part of a row.
 
     Args:
         path: The CSV file; parent directories are created.
         fieldnames: Initial columns (optional).
+
+    Raises:
+        OSError: When the file cannot be written (the file is as it was before the call).
     """
 
     def __init__(self, path: str, fieldnames: Optional[Sequence[str]] = None):
@@ -56,61 +69,133 @@ class CSVLogger:
             self._header_written = True
             if len(self.fieldnames) > len(header):
                 self._rewrite()
-        self._file = open(self.path, "a", newline="", encoding="utf-8")
+        self._fd: Optional[int] = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        if self.fieldnames and not self._header_written:
+            try:
+                self._append([])
+            except OSError:
+                self.close()
+                raise
 
     def log(self, row: Mapping[str, Any]):
-        """Appends one row and flushes it to disk.
+        """Appends one row to the file.
 
         Args:
             row: Column name -> value (numbers, strings; anything else is written as `str(value)`).
 
         Raises:
             RLGraphError: If `row` is not a mapping or the logger is closed.
+            OSError: If the file cannot be written (it is left as it was).
         """
         if not isinstance(row, Mapping):
             raise RLGraphError("a row must be a mapping from column name to value", where="CSVLogger.log",
                                expected="dict", received=type(row).__name__)
-        if self._file.closed:
+        if self._fd is None:
             raise RLGraphError("the logger is closed", where=f"CSVLogger({self.path!r})")
         row = {str(key): value for key, value in row.items()}
         new = [key for key in row if key not in self.fieldnames]
         if new:
             self.fieldnames.extend(new)
             if self._header_written:
-                self._file.close()
-                self._rewrite()
-                self._file = open(self.path, "a", newline="", encoding="utf-8")
-        writer = csv.DictWriter(self._file, fieldnames=self.fieldnames, restval="")
-        if not self._header_written:
-            writer.writeheader()
-            self._header_written = True
-        writer.writerow(row)
-        self._file.flush()
+                self._rewrite()  # (Replaces the file: the appends go to the new one.)
+                os.close(self._fd)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._append([row])
 
     # `writerow` reads like the csv module.
     writerow = log
+
+    def _append(self, rows: List[Mapping[str, Any]]):
+        """Writes `rows` (after the header, if it is not written yet) in one piece, or nothing."""
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=self.fieldnames, restval="")
+        if not self._header_written:
+            writer.writeheader()
+        writer.writerows(rows)
+        size = os.fstat(self._fd).st_size
+        try:
+            _write_all(self._fd, text.getvalue().encode("utf-8"))
+        except OSError:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise
+        self._header_written = True
 
     def _rewrite(self):
         """Rewrites the file with the current (wider) header; existing rows keep their values."""
         with open(self.path, newline="", encoding="utf-8") as existing:
             rows = list(csv.DictReader(existing))
-        temporary = self.path + ".tmp"
-        with open(temporary, "w", newline="", encoding="utf-8") as out:
+
+        def write(out):
             writer = csv.DictWriter(out, fieldnames=self.fieldnames, restval="")
             writer.writeheader()
             writer.writerows({key: value for key, value in row.items() if key is not None} for row in rows)
-        os.replace(temporary, self.path)
+        write_atomically(self.path, write, newline="")
 
     def close(self):
         """Closes the file; further calls do nothing."""
-        if not self._file.closed:
-            self._file.close()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> "CSVLogger":
         return self
 
     def __exit__(self, *exc_info):
         self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Writes all of `data` to file descriptor `fd` (a short write goes on; a failed one raises)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def write_atomically(path: str, write: Callable[[IO], None], binary: bool = False, **open_args: Any) -> str:
+    """Writes file `path` whole or not at all: `write(handle)` fills a temporary file next to it
+    (".<name>.tmp-<pid>-<random>"), which is synced and then renamed over `path`. On any error the
+    temporary file is removed and `path` is as it was (a full disk never leaves a truncated file in
+    place of a good one). Returns `path`.
+
+    Args:
+        path: The file to write; its directory must exist.
+        write: Called with the open temporary file.
+        binary: Open it in binary mode (default: text, UTF-8).
+        open_args: More arguments of `open` (e.g. newline="" for the csv module).
+    """
+    path = os.fspath(path)
+    parent, name = os.path.split(path)
+    temporary = os.path.join(parent, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    if not binary:
+        open_args.setdefault("encoding", "utf-8")
+    try:
+        # (os.open applies the umask, as open(path, "w") would: the file gets the usual permissions.)
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb" if binary else "w",
+                  **open_args) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def write_error(error: OSError, what: str, where: str, hint: Optional[str] = None,
+                error_class: type = RLGraphError) -> RLGraphError:
+    """The `RLGraphError` (or `error_class`) that reports an `OSError` raised while writing `what`
+    (raise it `from error`): a full disk or quota says so, with `hint` after it."""
+    reason = error.strerror or str(error)
+    if error.errno in DISK_FULL:
+        reason = f"the disk is full ({reason})"
+    return error_class(f"cannot write {what}: {reason}", where=where, hint=hint)
 
 
 def _parse_cell(text: str) -> Any:
@@ -233,14 +318,13 @@ def plot_learning_curve(steps: Sequence[float], returns: Sequence[float], path: 
 
 
 def save_figure(figure: Any, path: str) -> str:
-    """Lays out a matplotlib `figure` and writes it to `path` as PNG (parent directories are
-    created); returns `path`."""
+    """Lays out a matplotlib `figure` and writes it to `path` as PNG, atomically (parent directories
+    are created; see `write_atomically`); returns `path`."""
     figure.tight_layout()
     parent = os.path.dirname(os.fspath(path))
     if parent:
         os.makedirs(parent, exist_ok=True)
-    figure.savefig(path, format="png")
-    return path
+    return write_atomically(path, lambda handle: figure.savefig(handle, format="png"), binary=True)
 
 
 def _evaluation_columns(evaluations: Optional[Mapping[str, Sequence[Any]]]) -> Optional[tuple]:
