@@ -300,10 +300,16 @@ def test_transition_checks_any_state_shape(shape):
         checks.transition(s, 1, -np.inf, False, sp, 0)
     with pytest.raises(RLGraphSpaceError, match=r"observe\(actions\)"):
         checks.transition(s, np.int64(3), 0.5, False, sp, 0)
-    # A reward beyond float32 (but a finite float64) passes; so does everything with "off".
-    assert checks.transition(s, 1, 1e308, False, sp, 0).reward == 1e308
+    # A reward or state beyond float32 (a finite float64) would be inf where it is stored: refused on
+    # both paths; everything passes with "off".
+    with pytest.raises(RLGraphNonFiniteError, match=r"observe\(rewards\).*overflows float32"):
+        checks.transition(s, 1, 1e308, False, sp, 0)
+    with pytest.raises(RLGraphNonFiniteError, match=r"observe\(preprocessed_states\).*overflows float32"):
+        checks.transition(np.full(shape, 1e39), 1, 0.5, False, sp, 0)
+    assert checks.transition(s.astype(np.float64), 1, 3e38, False, sp, 0).reward == 3e38  # (Fits float32.)
     off = DataChecks(FloatBox(shape=shape), IntBox(3), "off", "agent")
     assert np.isnan(off.transition(s, 1, float("nan"), False, bad, 0).reward)
+    assert off.transition(s, 1, 1e308, False, sp, 0).reward == 1e308
 
 
 # --- The finiteness test itself -------------------------------------------------------------------------

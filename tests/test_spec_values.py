@@ -264,7 +264,11 @@ def test_bad_ray_memory_spec_value(key, value):
 # --- The helpers --------------------------------------------------------------------------------
 def test_check_helpers():
     assert check_number(3.0, "k", "o", low=1, integer=True) == 3 and check_number(0.5, "k", "o", 0, 1) == 0.5
-    assert check_number(10 ** 30, "k", "o", low=1, integer=True) == 10 ** 30  # Huge ints are finite.
+    # Integers are int64 downstream (numpy, the backends): 2**63 - 1 is the largest count.
+    assert check_number(2 ** 63 - 1, "k", "o", low=1, integer=True) == 2 ** 63 - 1
+    for huge in (2 ** 63, 10 ** 30, 1e30, -(2 ** 64)):
+        _raises("s.k", huge, check_number, huge, "s.k", "owner", integer=True)
+    assert check_number(1e30, "k", "o") == 1e30  # (A float needs only be finite.)
     assert check_number(None, "k", "o", allow_none=True) is None and check_seed(None, "k", "o") is None
     assert check_bool(np.bool_(True), "k", "o") is True
     for value in (np.float32("nan"), np.bool_(True), [1], None):

@@ -14,9 +14,10 @@ from rlgraph.agents.agent_observing import AgentObserving
 from rlgraph.agents.observe_buffers import ObserveBuffers
 from rlgraph.agents.original_keys import translate_original_keys, warn_original_keys
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
-                                  NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_choice,
-                                  check_execution_spec, check_number, check_observe_spec, check_saver_spec,
-                                  check_spec, check_summary_spec, check_update_spec)
+                                  NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_bool, check_choice,
+                                  check_dict, check_execution_spec, check_number, check_observe_spec, check_saver_spec,
+                                  check_spec, check_string_keys, check_summary_spec, check_time_percentage,
+                                  check_update_spec)
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.spaces import Space
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
@@ -105,11 +106,16 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         self.state_space = Space.from_spec(state_space).strip_ranks()
         self.action_space = Space.from_spec(action_space).strip_ranks()
         self.discount = check_number(discount, "discount", owner, 0, 1)
+        if preprocessing_spec is not None and not isinstance(preprocessing_spec, (list, tuple)):
+            raise RLGraphSpecError("preprocessing_spec must be a list of preprocessor specs (or null)",
+                                   where=f"{owner}(preprocessing_spec)", received=repr(preprocessing_spec)[:80],
+                                   hint='e.g. [{"type": "reshape", "flatten": true}].')
         self.preprocessing_spec = list(preprocessing_spec or [])
         self.network_spec = network_spec
         self.internal_states_space = Space.from_spec(internal_states_space) if internal_states_space else None
-        self.policy_spec = dict(policy_spec or {})
-        self.action_adapter_spec = action_adapter_spec
+        self.policy_spec = check_dict(policy_spec, "policy_spec", owner)
+        self.action_adapter_spec = None if action_adapter_spec is None else \
+            check_dict(action_adapter_spec, "action_adapter_spec", owner)
         self.exploration_spec = exploration_spec
         self.optimizer_spec = optimizer_spec or {"type": "adam", "learning_rate": 1e-3}
         # The original RLgraph's keys mapped or dropped (one warning, after the checks), then keys
@@ -150,7 +156,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         self.build_stats = None
         self.spec: Optional[dict] = None  # Set by `from_spec`: the spec (without spaces), e.g. to make replicas.
         self._create_root()
-        if auto_build:
+        if check_bool(auto_build, "auto_build", owner):
             self.build()
 
     # --- Construction ---------------------------------------------------------------------------
@@ -177,6 +183,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
                                    expected='a dict (JSON object, YAML mapping) such as {"type": "dqn", ...}',
                                    received=repr(spec)[:80])
         if isinstance(spec, dict):
+            check_string_keys(spec, "config", where)
             target = cls.resolve_type(spec["type"]) if "type" in spec else cls
             kept = getattr(target, "config_sections", ()) if isinstance(target, type) else ()
             spec = {k: v for k, v in spec.items() if k not in RUN_SECTIONS or k in kept}
@@ -229,6 +236,16 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
                 self._warned_time = True
             return 0.0
         return min(1.0, self.timesteps / float(self.max_timesteps))
+
+    def _time_percentage_arg(self, time_percentage: Any, method: str) -> np.float32:
+        """An API method's `time_percentage` argument (None: `time_percentage()`) as float32.
+
+        Raises:
+            RLGraphSpecError: For anything but a finite real number, naming `<agent>.<method>(time_percentage)`.
+        """
+        if time_percentage is None:
+            return np.float32(self.time_percentage())
+        return check_time_percentage(time_percentage, f"{self.name}.{method}(time_percentage)")
 
     # --- Training scalars -----------------------------------------------------------------------
     # Fields of the named tuple `update` returns -> the tags `training_scalars` gives them (e.g.

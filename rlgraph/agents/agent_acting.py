@@ -68,9 +68,9 @@ class AgentActing:
         if not use_exploration and self.greedy_apis is not None:
             api, inputs = self.greedy_apis[bool(apply_preprocessing)], [batch]
         else:
-            tp = self.time_percentage() if time_percentage is None else _as_float(time_percentage, self.name)
+            tp = self._time_percentage_arg(time_percentage, "get_action")
             api = "get_actions" if apply_preprocessing else "get_actions_from_preprocessed_states"
-            inputs = [batch, np.float32(tp), bool(use_exploration)]
+            inputs = [batch, tp, bool(use_exploration)]
         try:
             if not extras:
                 actions = self._executor().execute((api, inputs, 1))
@@ -112,11 +112,3 @@ def _describe(value: Any) -> str:
         return f"a {type(value).__name__} of {len(value)}"
     shape = getattr(value, "shape", None)
     return f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else repr(value)[:80]
-
-
-def _as_float(value: Any, owner: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError) as error:
-        raise RLGraphSpecError("time_percentage must be a number", where=f"{owner}.get_action(time_percentage)",
-                               expected="a float in [0, 1]", received=repr(value)[:80]) from error

@@ -41,25 +41,30 @@ class AgentObserving:
             rewards: r_t.
             next_states: s_{t+1} (preprocessed).
             terminals: Whether s_{t+1} is terminal (no bootstrapping from it).
-            env_id: The environment the transitions come from (vectorized workers pass one per env).
+            env_id: The environment the transitions come from (vectorized workers pass one per env):
+                None, a bool, an int, a str or a tuple of them (what a checkpoint can store).
             truncated: Whether the episode ended after the (last) transition without a terminal
-                state, e.g. a time limit; the buffer is flushed then.
+                state, e.g. a time limit; the buffer is flushed then. One bool (or 0/1).
 
         Raises:
             RLGraphSpaceError: If a value does not fit its space (shape, dtype kind, an action
                 outside the action space, rewards that are no numbers, terminals that are no
                 bools); the error names the argument. Nothing is stored then.
-            RLGraphNonFiniteError: For a NaN or inf in the states, next states or rewards (with
-                `execution_spec.nan_check` "raise"); nothing is stored then.
+            RLGraphNonFiniteError: For a NaN or inf in the states, next states or rewards, also
+                after the cast to the dtype they are stored in (with `execution_spec.nan_check`
+                "raise"); nothing is stored then.
+            RLGraphSpecError: For an `env_id` of another type; `RLGraphSpaceError` for a
+                `truncated` that is not one bool.
         """
         # Every value is checked (`rlgraph/agents/data_checks.py`) before a buffer or counter changes.
         checks = self._data_checks
+        truncated = checks.truncated(truncated)
         buffered = self.observe_spec["buffer_enabled"] or self.buffers.n_step > 1
         if buffered and self._is_single(preprocessed_states, self.preprocessed_state_space):
             # The worker's per-step call: one transition straight into its env's buffer.
             transition = checks.transition(preprocessed_states, actions, rewards, terminals, next_states,
                                            self.timesteps)
-            ready = self.buffers.add(env_id, [transition], episode_end=transition.terminal or bool(truncated))
+            ready = self.buffers.add(env_id, [transition], episode_end=transition.terminal or truncated)
             self.timesteps += 1  # (After `add`, which refuses an unhashable env_id.)
             if ready:
                 self._observe_graph(stack_transitions(ready))
@@ -84,7 +89,7 @@ class AgentObserving:
         start = 0
         for i in range(count):
             if terminals[i] or i == count - 1:
-                end_of_episode = bool(terminals[i]) or (i == count - 1 and bool(truncated))
+                end_of_episode = bool(terminals[i]) or (i == count - 1 and truncated)
                 ready = self.buffers.add(env_id, rows[start:i + 1], episode_end=end_of_episode)
                 if ready:
                     self._observe_graph(stack_transitions(ready))

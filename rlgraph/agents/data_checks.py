@@ -10,7 +10,10 @@ and of the action space:
 - IntBox actions: low <= a < high (what the Q-value gather of the loss indexes with);
 - rewards: real numbers ([B] for a batch); terminals: bools (or 0/1);
 - unless `execution_spec.nan_check` is "off": float states, next states and rewards are
-  finite ("raise": `RLGraphNonFiniteError`; "warn": one log line per field, then go on).
+  finite ("raise": `RLGraphNonFiniteError`; "warn": one log line per field, then go on), also
+  after the cast to the dtype they are stored in (float32 for rewards and FloatBox states): a
+  float64 1e39, or a python int too large for a float, would become inf there;
+- `truncated`: one bool (or 0/1).
 
 `loss` checks an update's loss, which comes back to python anyway.
 """
@@ -35,17 +38,21 @@ OBSERVE_ARGS = {"states": "preprocessed_states", "actions": "actions", "rewards"
                 "terminals": "terminals", "next_states": "next_states"}
 _INT_SCALARS = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 _REAL_SCALARS = (int, float, np.integer, np.floating)
+F32_MAX = float(np.finfo(np.float32).max)  # Rewards are stored as float32 (records.py).
 _NAN_HINT = ("check the environment (or its wrapper) for NaN/inf; execution_spec.nan_check \"warn\" logs such "
              "values and goes on, \"off\" skips the test.")
 
 
 class _Leaf:
     """What a value of one primitive space is checked against (computed once per space)."""
-    __slots__ = ("key", "space", "shape", "kinds", "low", "high", "scalar_bounds")
+    __slots__ = ("key", "space", "shape", "kinds", "low", "high", "scalar_bounds", "dtype", "float_max")
 
     def __init__(self, key: str, space: Space, check_range: bool):
         self.key, self.space, self.shape = key, space, tuple(space.shape)
         self.kinds = _kinds(space)
+        # A float leaf is stored in its space's dtype: wider floats must fit it (1e39 is inf in float32).
+        self.dtype = np.dtype(space.dtype) if isinstance(space, FloatBox) else None
+        self.float_max = float(np.finfo(self.dtype).max) if self.dtype is not None else None
         self.low = self.high = None
         self.scalar_bounds = False
         if check_range and isinstance(space, IntBox):
@@ -111,7 +118,8 @@ class DataChecks:
         # its elements is, see `all_finite`) and one discrete action.
         state = None if self.containers["states"] else self.leaves["states"][0]
         action = None if self.containers["actions"] else self.leaves["actions"][0]
-        self._fast = (state.shape, state.kinds, action.low, action.high) if (
+        # (Its state dtypes are those whose values fit the space's dtype: no float64 into float32.)
+        self._fast = (state.shape, _fitting_dtypes(state), action.low, action.high) if (
             state is not None and state.kinds in ("iu", "iuf") and len(state.shape) == 1 and state.shape[0] <= 16
             and action is not None and action.scalar_bounds and action.shape == ()) else None
 
@@ -138,10 +146,10 @@ class DataChecks:
         # checks below (timeit; inside a DQN training loop ~7.8 against ~9.7 us). What does not
         # pass goes the long way, which tests the same and says what is wrong.
         if fast is not None and type(states) is np.ndarray and type(next_states) is np.ndarray and \
-                states.shape == fast[0] and next_states.shape == fast[0] and states.dtype.kind in fast[1] and \
-                next_states.dtype.kind in fast[1] and type(actions) in _INT_SCALARS and \
+                states.shape == fast[0] and next_states.shape == fast[0] and states.dtype in fast[1] and \
+                next_states.dtype in fast[1] and type(actions) in _INT_SCALARS and \
                 fast[2] <= actions < fast[3] and (terminals is True or terminals is False) and \
-                isinstance(rewards, _REAL_SCALARS):
+                isinstance(rewards, _REAL_SCALARS) and -F32_MAX <= rewards <= F32_MAX:
             reward = float(rewards)
             # A sum is finite only if every term is (see `all_finite`).
             if not self.finite or math.isfinite(sum(states.tolist()) + sum(next_states.tolist()) + reward):
@@ -152,17 +160,22 @@ class DataChecks:
         actions = self._values("actions", actions, where["actions"], None, timestep)
         terminal = self._terminal(terminals, where["terminals"])
         if type(rewards) is float or isinstance(rewards, _REAL_SCALARS):
-            reward = float(rewards)
+            reward = _as_float(rewards)
         else:
             array = _array(rewards, where["rewards"], "a real number")
             if array.shape != () or array.dtype.kind not in "biuf":
                 raise RLGraphSpaceError(FloatBox(), "rewards must be one real number for one transition",
                                         where=_name(where["rewards"]), expected="a float (or int)",
                                         received=f"shape {array.shape}, dtype {array.dtype}")
-            reward = float(array)
+            reward = _as_float(array[()])
         if self.finite and not math.isfinite(reward):
-            self._non_finite("rewards", where["rewards"], f"non-finite reward {reward} at timestep {timestep}",
-                             reward)
+            too_large = type(rewards) is int  # (A python int beyond a float's range, e.g. 10**400.)
+            self._non_finite("rewards", where["rewards"], (
+                "reward too large for a float" if too_large else f"non-finite reward {reward}")
+                + f" at timestep {timestep}", f"an int of {len(str(abs(rewards)))} digits" if too_large else reward)
+        elif self.finite and abs(reward) > F32_MAX:
+            self._non_finite("rewards", where["rewards"], f"reward {reward} at timestep {timestep} overflows float32 "
+                             "(rewards are stored as float32: it would be inf)", reward)
         return Transition(states, actions, reward, terminal, next_states)
 
     def batch(self, batch: Dict[str, Any], timestep: Optional[int] = None,
@@ -203,6 +216,10 @@ class DataChecks:
             index = _first_index(~np.isfinite(rewards))[0]
             self._non_finite("rewards", where["rewards"], f"non-finite reward at index {index}"
                              + _at(timestep, index), rewards[index].item())
+        elif self.finite and rewards.dtype.itemsize > 4 and count and np.abs(rewards).max() > F32_MAX:
+            index = _first_index(np.abs(rewards) > F32_MAX)[0]
+            self._non_finite("rewards", where["rewards"], f"reward at index {index} overflows float32 (rewards are "
+                             "stored as float32: it would be inf)" + _at(timestep, index), rewards[index].item())
         return {"states": record["states"], "actions": record["actions"], "rewards": rewards.astype(np.float32),
                 "terminals": terminals.astype(bool), "next_states": record["next_states"]}
 
@@ -250,10 +267,17 @@ class DataChecks:
             raise _space_error(leaf, array, _name(where, key), batch)
         if leaf.low is not None and _out_of_range(leaf, array):
             raise _range_error(leaf, array, _name(where, key), batch, timestep)
-        if self.finite and array.dtype.kind == "f" and not all_finite(array):
-            index = _first_index(~np.isfinite(array))
-            self._non_finite(field, where, f"non-finite value at index {index}"
-                             + _at(timestep, index[0] if batch is not None else 0), array[index].item(), key=key)
+        if self.finite and array.dtype.kind == "f":
+            if not all_finite(array):
+                index = _first_index(~np.isfinite(array))
+                self._non_finite(field, where, f"non-finite value at index {index}"
+                                 + _at(timestep, index[0] if batch is not None else 0), array[index].item(), key=key)
+            elif leaf.float_max is not None and array.dtype.itemsize > leaf.dtype.itemsize and array.size and \
+                    np.abs(array).max() > leaf.float_max:
+                index = _first_index(np.abs(array) > leaf.float_max)
+                self._non_finite(field, where, f"value at index {index} overflows {leaf.dtype.name} (the space's "
+                                 f"dtype: it would be inf)" + _at(timestep, index[0] if batch is not None else 0),
+                                 array[index].item(), key=key)
         return array
 
     def _terminal(self, terminals: Any, where: tuple) -> bool:
@@ -262,6 +286,20 @@ class DataChecks:
         array = _array(terminals, where, "a bool")
         if array.shape != () or (array.dtype.kind != "b" and not _zeros_and_ones(array)):
             raise _terminal_error(array, where)
+        return bool(array)
+
+    def truncated(self, truncated: Any) -> bool:
+        """`observe`'s `truncated` argument as a bool: one bool (or 0/1) for the call, whether the
+        episode ended after its (last) transition without a terminal state."""
+        if truncated is True or truncated is False:
+            return truncated
+        array = _array(truncated, (f"{self.owner}.observe(truncated", ")"), "a bool")
+        if array.shape != () or (array.dtype.kind != "b" and not _zeros_and_ones(array)):
+            raise RLGraphSpaceError(BoolBox(), "truncated must be one bool (or 0/1) per observe call",
+                                    where=f"{self.owner}.observe(truncated)",
+                                    expected="a bool: whether the episode ended after the (last) transition",
+                                    received=f"shape {array.shape}, dtype {array.dtype}",
+                                    hint="observe one environment's transitions per call (see env_id).")
         return bool(array)
 
     def _non_finite(self, field: str, where: tuple, message: str, received: Any, hint: str = _NAN_HINT,
@@ -286,6 +324,25 @@ def _array(value: Any, where: tuple, expected: str, key: str = "") -> np.ndarray
     except (ValueError, TypeError) as error:  # A ragged list, for one.
         raise RLGraphSpaceError(None, "the value cannot be made an array", where=_name(where, key), expected=expected,
                                 received=f"{type(value).__name__} ({error})") from None
+
+
+def _as_float(value: Any) -> float:
+    """`float(value)`, with +-inf for an integer too large for a float (10**400): the finiteness
+    check then refuses it as it refuses a float inf."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _fitting_dtypes(leaf: _Leaf) -> frozenset:
+    """The dtypes of arrays that `DataChecks.transition`'s fast path takes for `leaf` (integer or
+    float states whose values fit the leaf's dtype without overflowing)."""
+    ints = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)]
+    if leaf.dtype is None:
+        return frozenset(ints)
+    floats = [np.dtype(t) for t in (np.float16, np.float32, np.float64) if np.dtype(t).itemsize <= leaf.dtype.itemsize]
+    return frozenset(ints + floats)
 
 
 def _out_of_range(leaf: _Leaf, array: np.ndarray) -> bool:

@@ -6,7 +6,31 @@ from typing import Any, Dict, Hashable, List, NamedTuple, Optional
 import numpy as np
 
 from rlgraph.utils.nest import map_structure
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+
+# What an env id may be: what a checkpoint can store (agent_state.py) and compare after loading.
+ENV_ID_TYPES = "None, a bool, an int, a str or a tuple of them"
+MAX_ENV_ID_NESTING = 8
+
+
+def check_env_id(env_id: Any) -> None:
+    """Raises an `RLGraphSpecError` unless `env_id` is one of `ENV_ID_TYPES` (numpy ints count as
+    ints; tuples nest at most `MAX_ENV_ID_NESTING` levels).
+
+    Other hashable values (an `object()`, a float, a frozenset) would be accepted by a dict but
+    make every later `store_model` fail; a float NaN is not even equal to itself.
+    """
+    stack = [(env_id, 0)]
+    while stack:
+        part, depth = stack.pop()
+        if isinstance(part, tuple) and depth < MAX_ENV_ID_NESTING:
+            stack.extend((item, depth + 1) for item in part)
+        elif not (part is None or isinstance(part, (bool, int, str, np.integer))):
+            raise RLGraphSpecError("env_id is of a type that checkpoints cannot store",
+                                   where="observe(env_id)", expected=ENV_ID_TYPES,
+                                   received=f"{type(env_id).__name__} {env_id!r}"[:120],
+                                   hint="env ids are stored in checkpoints; use e.g. the environment's index.")
 
 
 class Transition(NamedTuple):
@@ -56,11 +80,13 @@ class ObserveBuffers:
             The transitions ready for the memory (possibly none).
         """
         try:
-            buffer = self.buffers.setdefault(env_id, [])
-        except TypeError as error:  # An unhashable env_id (a list, a dict, an array).
-            raise RLGraphError("env_id must be hashable", where="observe(env_id)",
-                               expected="an int, a string or another hashable value",
-                               received=f"{type(env_id).__name__} {env_id!r}"[:120]) from error
+            buffer = self.buffers.get(env_id)
+        except (TypeError, RecursionError) as error:  # An unhashable env_id (a list, a dict, an array).
+            raise RLGraphSpecError("env_id must be hashable", where="observe(env_id)", expected=ENV_ID_TYPES,
+                                   received=f"{type(env_id).__name__} {env_id!r}"[:120]) from error
+        if buffer is None:  # (A new env id: checked once, then looked up like any other.)
+            check_env_id(env_id)
+            buffer = self.buffers[env_id] = []
         buffer.extend(transitions)
         if episode_end or transitions and transitions[-1].terminal:
             return self._flush(env_id, episode_over=True)

@@ -1,14 +1,14 @@
 """The file format of a policy export: its input and output names and the JSON description stored with it."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List
 
 import numpy as np
 
 from rlgraph.spaces import Space
-from rlgraph.utils.rlgraph_errors import RLGraphExportError
+from rlgraph.utils.rlgraph_errors import RLGraphExportError, RLGraphSpecError
+from rlgraph.utils.spec_files import load_json_text
 
 #: The name of the JSON description stored with every export (inputs, outputs, spaces, source).
 METADATA_NAME = "rlgraph_policy.json"
@@ -33,15 +33,20 @@ def read_metadata(path: str) -> dict:
     if os.path.isdir(path):
         candidate = os.path.join(path, "assets.extra", METADATA_NAME)
         if os.path.isfile(candidate):
-            with open(candidate, encoding="utf-8") as handle:
+            with open(candidate, "rb") as handle:
                 text = handle.read(1 << 20)
     elif os.path.isfile(path):
         import zipfile
         if zipfile.is_zipfile(path):  # TorchScript: a zip archive with extra files.
-            with zipfile.ZipFile(path) as archive:
-                found = [n for n in archive.namelist() if n.endswith(f"/extra/{METADATA_NAME}")]
-                if found and archive.getinfo(found[0]).file_size <= 1 << 20:
-                    text = archive.read(found[0]).decode("utf-8")
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    found = [n for n in archive.namelist() if n.endswith(f"/extra/{METADATA_NAME}")]
+                    if found and archive.getinfo(found[0]).file_size <= 1 << 20:
+                        text = archive.read(found[0])
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
+                    NotImplementedError) as error:  # (A damaged archive or an unknown compression.)
+                raise RLGraphExportError("the file is a damaged zip archive", where=where, received=path,
+                                         hint=str(error)) from None
         else:
             try:
                 import onnx
@@ -52,7 +57,15 @@ def read_metadata(path: str) -> dict:
     if text is None:
         raise RLGraphExportError("no rlgraph policy export found", where=where, received=path,
                                  expected="a file or directory written by export_policy")
-    return json.loads(text)
+    try:  # (Within the spec files' bounds: a deeply nested description is refused, not a RecursionError.)
+        metadata = load_json_text(text.decode("utf-8") if isinstance(text, bytes) else text, repr(path), where=where)
+    except (ValueError, RLGraphSpecError) as error:
+        raise RLGraphExportError("the export's description is not valid JSON", where=where, received=path,
+                                 expected=f"the {METADATA_NAME} that export_policy writes",
+                                 hint=getattr(error, "message", None) or str(error)) from None
+    if not isinstance(metadata, dict):
+        raise RLGraphExportError("the export's description is not a JSON object", where=where, received=path)
+    return metadata
 
 
 def policy_metadata(agent: Any, format: str, preprocessing: bool, in_space: Space) -> dict:  # noqa: A002

@@ -68,7 +68,9 @@ class RandomAgent(Agent):
 
     def __init__(self, name: str = "random-agent", **kwargs):
         # Nothing is learned from the transitions: they need not wait in buffers.
-        kwargs["observe_spec"] = {"buffer_enabled": False, **(kwargs.get("observe_spec") or {})}
+        given = kwargs.get("observe_spec")
+        if given is None or isinstance(given, dict):  # (Anything else: `Agent` says what is wrong.)
+            kwargs["observe_spec"] = {"buffer_enabled": False, **(given or {})}
         super().__init__(name=name, **kwargs)
         seed = self.execution_spec["seed"]
         if seed is None:

@@ -5,6 +5,7 @@ import math
 import numbers
 import os
 import re
+import sys
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -59,6 +60,13 @@ SUMMARY_SPEC_DEFAULTS: Dict[str, Any] = {
 UPDATE_MODES = ("time_steps",)     # Updates run every update_interval env steps.
 EXECUTION_MODES = ("single",)      # Distributed runs: execution_spec.ray_spec (docs/distributed.md).
 MAX_SEED = 2 ** 32 - 1             # numpy's RandomState takes seeds in [0, 2**32 - 1].
+# Integer spec values (counts, sizes, intervals, steps) are stored and fed to numpy and the backends
+# as int64: a larger one (1e30 written as a number) is refused at the spec check instead of
+# overflowing in a later call.
+MAX_SPEC_INT = 2 ** 63 - 1
+# Thread-pool sizes (execution_spec.torch_num_threads / tf_num_threads). The backends take a C int
+# and start that many threads; far more threads than any machine has cores only thrash.
+MAX_NUM_THREADS = 1024
 
 
 def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner: str) -> Dict[str, Any]:
@@ -73,6 +81,7 @@ def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner:
     if not isinstance(spec, dict):
         raise RLGraphSpecError(f"{name} must be a dict", where=f"{owner}({name})", expected=sorted(defaults),
                                received=repr(spec))
+    check_string_keys(spec, name, owner)
     unknown = sorted(set(spec) - set(defaults))
     if unknown:
         guess = closest_match(unknown[0], list(defaults))
@@ -82,6 +91,16 @@ def check_spec(spec: Optional[dict], defaults: Dict[str, Any], name: str, owner:
     out = dict(defaults)
     out.update(spec)
     return out
+
+
+def check_string_keys(spec: dict, name: str, owner: str) -> None:
+    """Raises an `RLGraphSpecError` naming `name` and the first key of `spec` that is not a string
+    (a YAML `1:` or `true:` key; JSON has string keys only)."""
+    bad = [key for key in spec if not isinstance(key, str)]
+    if bad:
+        raise RLGraphSpecError(f"the keys of {name} must be strings", where=f"{owner}({name})",
+                               received=f"key {bad[0]!r} ({type(bad[0]).__name__})",
+                               hint="quote the key in YAML (\"1\": ..., \"on\": ...).")
 
 
 def check_positive_int(value: Any, name: str, owner: str, minimum: int = 1) -> int:
@@ -95,7 +114,7 @@ def check_number(value: Any, name: str, owner: str, low: Optional[float] = None,
     """`value` as an int (`integer`) or a float, after checking that it is a finite real number in range.
 
     Integral floats pass as integers (JSON may write 100000 as 1e5); booleans, strings, NaN and
-    infinities never pass.
+    infinities never pass, nor does an integer beyond `MAX_SPEC_INT` (a 64-bit int: 1e30 is not a count).
 
     Args:
         value: The value to check.
@@ -114,13 +133,16 @@ def check_number(value: Any, name: str, owner: str, low: Optional[float] = None,
         return None
     valid = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and \
         (isinstance(value, numbers.Integral) or math.isfinite(value))
+    if valid and not integer and isinstance(value, numbers.Integral):
+        valid = abs(value) <= sys.float_info.max  # (10**400 has no float.)
     if valid and integer:
         valid = isinstance(value, numbers.Integral) or float(value).is_integer()
     if valid and low is not None:
         valid = value >= low if low_inclusive else value > low
     if valid and high is not None:
         valid = value <= high if high_inclusive else value < high
-    if not valid:
+    too_large = valid and integer and abs(value) > MAX_SPEC_INT
+    if not valid or too_large:
         if low is not None and high is not None:
             bounds = f" in {'[' if low_inclusive else '('}{low}, {high}{']' if high_inclusive else ')'}"
         elif low is not None:
@@ -130,8 +152,10 @@ def check_number(value: Any, name: str, owner: str, low: Optional[float] = None,
         else:
             bounds = ""
         kind = "an integer" if integer else "a finite number"
+        if too_large:
+            bounds += f" (at most {MAX_SPEC_INT}: a 64-bit integer)"
         raise RLGraphSpecError(f"{name} must be {kind}{bounds}{' or null' if allow_none else ''}",
-                               where=f"{owner}({name})", received=repr(value), hint=hint)
+                               where=f"{owner}({name})", received=repr(value)[:100], hint=hint)
     return int(value) if integer else float(value)
 
 
@@ -144,10 +168,34 @@ def check_bool(value: Any, name: str, owner: str) -> bool:
     return bool(value)
 
 
+def check_time_percentage(value: Any, where: str) -> np.float32:
+    """An API method's `time_percentage` argument as float32: a finite real number (schedules clip it
+    to [0, 1]), else an `RLGraphSpecError` with `where` (e.g. "agent.update(time_percentage)")."""
+    finite = False
+    if isinstance(value, (numbers.Real, np.ndarray)) and not isinstance(value, (bool, np.bool_)):
+        array = np.asarray(value)
+        if array.shape == () and array.dtype.kind in "iuf":
+            finite = abs(float(array)) <= float(np.finfo(np.float32).max)  # (False for NaN; the graph takes float32.)
+    if not finite:
+        raise RLGraphSpecError("time_percentage must be a finite number", where=where,
+                               expected="a float in [0, 1] (the fraction of training done; None: the agent's own)",
+                               received=repr(value)[:80])
+    return np.float32(value)
+
+
 def check_seed(value: Any, name: str, owner: str, allow_none: bool = True) -> Optional[int]:
     """`value` as a seed: an integer in [0, 2**32 - 1] (numpy's range), or None (`allow_none`)."""
     return check_number(value, name, owner, 0, MAX_SEED, integer=True, allow_none=allow_none,
                         hint="numpy's random generators take 32-bit unsigned seeds.")
+
+
+def check_dict(value: Any, name: str, owner: str) -> dict:
+    """A copy of `value` if it is a dict ({} for None), else an `RLGraphSpecError` naming `name`."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RLGraphSpecError(f"{name} must be a dict (or null)", where=f"{owner}({name})", received=repr(value)[:80])
+    return dict(value)
 
 
 def check_directory(value: Any, name: str, owner: str) -> Optional[str]:
@@ -186,8 +234,11 @@ def check_observe_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
 def check_execution_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
     """Checks an `execution_spec` in place (its keys but `nan_check`, checked where it is read); returns it."""
     spec["seed"] = check_seed(spec["seed"], "execution_spec.seed", owner)
-    for key in ("torch_num_threads", "tf_num_threads", "max_timesteps"):
-        spec[key] = check_number(spec[key], f"execution_spec.{key}", owner, low=1, integer=True, allow_none=True)
+    for key in ("torch_num_threads", "tf_num_threads"):
+        spec[key] = check_number(spec[key], f"execution_spec.{key}", owner, 1, MAX_NUM_THREADS, integer=True,
+                                 allow_none=True, hint="the size of the backend's CPU thread pool (null: its default).")
+    spec["max_timesteps"] = check_number(spec["max_timesteps"], "execution_spec.max_timesteps", owner, low=1,
+                                         integer=True, allow_none=True)
     spec["mode"] = check_choice(spec["mode"], EXECUTION_MODES, "execution_spec.mode", owner,
                                 hint="distributed runs have an execution_spec.ray_spec (docs/distributed.md).")
     for key in ("torch_flush_denormal", "tf_trace_at_build"):

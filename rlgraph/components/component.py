@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from rlgraph.components.component_apis import ComponentApisMixin, class_apis, class_graph_fns, missing_input_spaces
 from rlgraph.components.component_variables import ComponentVariablesMixin
 from rlgraph.utils.decorators import ApiInfo, GraphFnInfo
-from rlgraph.utils.rlgraph_errors import RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable
 
 __all__ = ["Component"]
@@ -58,6 +58,11 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
         if kwargs:
             raise RLGraphError(f"unknown constructor argument(s) {sorted(kwargs)}", where=type(self).__name__,
                                expected="scope, device, trainable, summary_regexp, name, switched_off_apis")
+        for key, value in (("scope", scope), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise RLGraphSpecError(f"{key} must be a string", where=f"{type(self).__name__}({key})",
+                                       received=f"{value!r} ({type(value).__name__})"[:100],
+                                       hint="a scope names the component in variable names, e.g. \"hidden-1\".")
         self.scope = scope or name or _default_scope(type(self))
         if "/" in self.scope:
             raise RLGraphError("a scope cannot contain '/'", where=type(self).__name__, received=repr(self.scope))

@@ -71,8 +71,18 @@ def initial_value(initializer: Any, shape: tuple, dtype: np.dtype, name: str) ->
         raise RLGraphSpecError("unsupported initializer", where=f"get_variable({name!r})",
                                expected="None (zeros), a number, an array or fn(shape, dtype) -> array",
                                received=repr(initializer))
+    if isinstance(value, (bool, np.bool_)) and dtype.kind != "b":
+        raise RLGraphSpecError("a bool is no initial value of a numeric variable", where=f"get_variable({name!r})",
+                               expected=f"a number, an array or a named initializer for dtype {dtype}",
+                               received=repr(value))
     try:
-        return np.broadcast_to(np.asarray(value, dtype=dtype), concrete).copy()
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise RLGraphSpecError("the initializer's value does not fit the variable's dtype",
+                               where=f"get_variable({name!r})", expected=f"numbers of dtype {dtype}",
+                               received=f"{repr(value)[:60]} ({error})") from None
+    try:
+        return np.broadcast_to(array, concrete).copy()
     except ValueError:
         raise RLGraphSpaceError(None, "initializer does not fit the variable's shape", where=f"get_variable({name!r})",
                                 expected=f"shape {shape}", received=f"shape {np.shape(value)}") from None

@@ -151,6 +151,11 @@ def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
                                received=repr(spec))
     params = dict(spec)
     name = normalize_type_name(str(params.pop("type")))
+    for key, value in params.items():
+        if not _finite_values(value):
+            raise RLGraphSpecError(f"initializer parameter '{key}' must be a finite number", where=where,
+                                   expected=f"a number within +-{FLOAT32_MAX:.3g} (the weights are float32)",
+                                   received=repr(spec)[:120])
     allowed = {"gain"}
     if name in ("truncatednormal", "normal", "randomnormal"):
         allowed = {"stddev", "mean"}
@@ -192,6 +197,41 @@ def get_initializer(spec: Any, where: str = "initializer") -> Optional[Any]:
             raise RLGraphSpecError("fan_in must be a positive number", where=where, received=repr(spec))
         return _Scheme(lambda shape, dtype: scheme(shape, dtype, gain, fan_in=fan_in))
     return _Scheme(lambda shape, dtype: scheme(shape, dtype, gain))
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _finite_values(value: Any) -> bool:
+    """Whether `value` is a number or an array of numbers (no bools, no strings), each finite in float32."""
+    if isinstance(value, (bool, np.bool_, str)):
+        return False
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return bool(np.all(np.abs(array) <= FLOAT32_MAX))  # (False for NaN, inf and float32 overflows alike.)
+
+
+def check_initializer_spec(spec: Any, where: str, allow_false: bool = False) -> Any:
+    """`spec` (unchanged) if it is a valid initializer spec for float32 weights (see `get_initializer`),
+    else an `RLGraphSpecError` naming `where`: a layer checks its `weights_spec` / `biases_spec` at
+    construction, not only when the build draws the weights.
+
+    A number or array must be finite within float32 (1e39 or Infinity would make the kernel inf), a
+    bool is no number (`allow_false`: False means "no bias"), and a name or dict is resolved now.
+    """
+    if spec is None or (allow_false and spec is False) or (callable(spec) and not isinstance(spec, (dict, str))):
+        return spec
+    if isinstance(spec, (bool, np.bool_)) or (isinstance(spec, (int, float, np.number, np.ndarray, list, tuple))
+                                              and not _finite_values(spec)):
+        raise RLGraphSpecError("an initial value must be finite numbers within float32", where=where,
+                               expected=f"a number or array within +-{FLOAT32_MAX:.3g}, a name or {{'type': name, ...}}"
+                                        + (" (false: no bias)" if allow_false else ""),
+                               received=repr(spec)[:80])
+    if isinstance(spec, (str, dict)):
+        get_initializer(spec, where)
+    return spec
 
 
 class _Scheme:

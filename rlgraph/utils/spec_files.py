@@ -1,7 +1,8 @@
 """Reading spec text (JSON and YAML files, `--set` values) within bounds on size, nesting and YAML aliases.
 
 Spec files are bounded (`MAX_SPEC_FILE_BYTES`, `MAX_SPEC_DEPTH`, `MAX_YAML_ALIAS_NODES`) and YAML
-is read with safe-load semantics (no python tags).
+is read with safe-load semantics (no python tags). A YAML mapping's keys must be strings, as JSON's
+are (`1:`, `true:`, `on:` and `null:` are refused; quote them), so that every spec file has a JSON form.
 """
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def load_yaml_text(text: str, source: str = "spec text", where: str = "from_file
 
     Raises:
         yaml.YAMLError: If `text` is not YAML, or uses a python tag.
-        RLGraphSpecError: If `text` is too large, nests too deeply or expands too far through aliases.
+        RLGraphSpecError: If `text` is too large, nests too deeply, expands too far through aliases
+            or has a mapping key that is not a string.
     """
     _check_size(len(text.encode("utf-8")), source, where)
     loader = _BoundedSafeLoader(text)
@@ -140,7 +142,18 @@ def _check_yaml_nodes(root: yaml.Node, source: str, where: str) -> None:
         if isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
         elif isinstance(node, yaml.MappingNode):
+            for key, _ in node.value:
+                # (A merge key "<<" is expanded by construction, before any spec reads the mapping.)
+                if key.tag not in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"):
+                    _raise_key_not_string(key, source, where)
             stack.extend((child, depth + 1) for pair in node.value for child in pair)
+
+
+def _raise_key_not_string(key: yaml.Node, source: str, where: str) -> NoReturn:
+    what = f"key {key.value!r}" if isinstance(key, yaml.ScalarNode) else f"a {key.id} as a key"
+    raise RLGraphSpecError(f"a YAML mapping key is not a string (line {key.start_mark.line + 1})", where=where,
+                           expected="string keys, as in JSON", received=f"{source}: {what}",
+                           hint='quote the key: "1": rather than 1:, "on": rather than on:.')
 
 
 def _check_size(num_bytes: int, source: str, where: str) -> None:

@@ -62,9 +62,9 @@ class ApexAgent(DQNAgent):
         Raises:
             RLGraphNonFiniteError: If the loss is NaN or inf (with `execution_spec.nan_check` "raise").
         """
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "learn_from_batch")
+        records, weights = self._record_and_weights(batch, "learn_from_batch(batch)")  # (Before any change.)
         self._sync_target_if_due()
-        records, weights = self._record_and_weights(batch, "learn_from_batch(batch)")
         loss, loss_per_item, td_errors = self._executor().execute(("update_from_external_batch",
                                                                    [records, weights, tp]))
         self.num_updates += 1

@@ -315,7 +315,7 @@ class DDPGAgent(ReplayAgentMixin, Agent):
                 for values that do not fit the spaces; `RLGraphNonFiniteError` for NaN or inf
                 in the batch or the losses (with execution_spec.nan_check "raise").
         """
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "update")
         steps = (self.timesteps >= self.warmup_critic_steps, self.timesteps >= self.warmup_actor_steps)
         from_memory, external = UPDATE_APIS[steps]
         if batch is not None:

@@ -213,8 +213,11 @@ class DQFDAgent(DQNAgent):
                                    where=f"{self.name}.update(expert_margins)", expected="None",
                                    received=repr(expert_margins)[:80],
                                    hint="every expert item has the margin expert_margin (a constructor argument).")
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "update")
         executor = self._executor()
+        if batch is not None:  # (Checked before anything changes: the target sync, the step, the counters.)
+            records, weights = self._record_and_weights(batch, "update(batch)")
+            mask = self._expert_mask(apply_demo_loss_to_batch, len(records["rewards"]), "update")
         self._sync_target_if_due()
         if batch is None:
             batch_size = self.update_spec["batch_size"]
@@ -227,8 +230,6 @@ class DQFDAgent(DQNAgent):
                 loss, loss_per_item = executor.execute(("update_from_memory_and_demos", [
                     np.int64(batch_size - num_demos), np.int64(num_demos), tp]))
         else:
-            records, weights = self._record_and_weights(batch, "update(batch)")
-            mask = self._expert_mask(apply_demo_loss_to_batch, len(records["rewards"]), "update")
             loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [records, weights, mask, tp]))
         self.num_updates += 1
         self._check_loss(loss, "update")
@@ -262,7 +263,7 @@ class DQFDAgent(DQNAgent):
         if self._num_demos == 0:
             raise RLGraphError("the expert memory is empty", where=f"{owner}()",
                                hint="store demonstrations first (observe_demos or import_demonstrations).")
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "update_from_demos")
         executor, sync_interval = self._executor(), self.update_spec["sync_interval"]
         for _ in range(num_updates):
             if sync_interval == 0 or self.num_updates % sync_interval == 0:

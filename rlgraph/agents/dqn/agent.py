@@ -9,6 +9,7 @@ import numpy as np
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.dqn.core import DQNCore, action_leaf_keys
 from rlgraph.agents.records import record_space, to_weighted_record
+from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.agents.replay_access import (ReplayAgentMixin, check_memory_spec, make_replay, memory_capacity,
                                           replay_input_spaces)
 from rlgraph.components.component import Component
@@ -51,16 +52,14 @@ class DQNAgent(ReplayAgentMixin, Agent):
     def __init__(self, double_q: bool = True, dueling_q: bool = True, huber_loss: bool = False, n_step: int = 1,
                  memory_spec: Optional[dict] = None, store_last_memory_batch: bool = False,
                  store_last_q_table: bool = False, **kwargs):
-        self.double_q = bool(double_q)
-        self.dueling_q = bool(dueling_q)
-        self.huber_loss = bool(huber_loss)
-        if isinstance(n_step, bool) or not isinstance(n_step, int) or n_step < 1:
-            raise RLGraphSpecError("n_step must be an integer >= 1", where="DQNAgent(n_step)", received=repr(n_step))
-        self.n_step = n_step
         owner = type(self).__name__
+        self.double_q = check_bool(double_q, "double_q", owner)
+        self.dueling_q = check_bool(dueling_q, "dueling_q", owner)
+        self.huber_loss = check_bool(huber_loss, "huber_loss", owner)
+        self.n_step = check_number(n_step, "n_step", owner, low=1, integer=True)
         self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 1000}, owner)
-        self.store_last_memory_batch = store_last_memory_batch
-        self.store_last_q_table = store_last_q_table
+        self.store_last_memory_batch = check_bool(store_last_memory_batch, "store_last_memory_batch", owner)
+        self.store_last_q_table = check_bool(store_last_q_table, "store_last_q_table", owner)
         self.last_memory_batch = None
         self.last_q_table = None
         super().__init__(**kwargs)
@@ -191,20 +190,25 @@ class DQNAgent(ReplayAgentMixin, Agent):
             (loss, loss_per_item) as numpy.
 
         Raises:
-            RLGraphError: If `batch` lacks one of those keys or has another.
+            RLGraphError: If `batch` lacks one of those keys or has another; `RLGraphSpaceError`
+                or `RLGraphNonFiniteError` for values that do not fit the spaces or are not
+                finite in float32; `RLGraphSpecError` for a `time_percentage` that is not a
+                finite number. These are raised before anything changes (target sync, step,
+                counters).
             RLGraphNonFiniteError: If the loss is NaN or inf (with `execution_spec.nan_check`
                 "raise"); the optimizer step has been taken then.
         """
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        # Every argument is checked before anything changes (the target sync, the step, the counters).
+        tp = self._time_percentage_arg(time_percentage, "update")
         executor = self._executor()
+        checked = None if batch is None else self._record_and_weights(batch, "update(batch)")
         self._sync_target_if_due()
         if batch is None:
             loss, loss_per_item, sampled = self.replay.update_from_memory(self.update_spec["batch_size"], tp)
             if self.store_last_memory_batch:
                 self.last_memory_batch = sampled
         else:
-            records, weights = self._record_and_weights(batch, "update(batch)")
-            loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [records, weights, tp]))
+            loss, loss_per_item, _ = executor.execute(("update_from_external_batch", [*checked, tp]))
         self.num_updates += 1
         self._check_loss(loss, "update")
         return loss, loss_per_item

@@ -11,9 +11,10 @@ import numpy as np
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.impala.action_selection import _greedy_from_logits, _sample_categorical
 from rlgraph.agents.impala.core import IMPALACore
+from rlgraph.agents.impala.networks import ARCHITECTURES
 from rlgraph.agents.impala.original_keys import _original_impala_keys
 from rlgraph.agents.impala.rollouts import OPTIONAL_KEYS, ROLLOUT_KEYS, check_rollout, rollout_space
-from rlgraph.agents.specs import check_bool, check_positive_int, check_spec
+from rlgraph.agents.specs import check_bool, check_choice, check_positive_int, check_spec
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.impala_loss_function import IMPALALossFunction
 from rlgraph.spaces import Dict as DictSpace, FloatBox, IntBox, Tuple as TupleSpace
@@ -97,7 +98,8 @@ class IMPALAAgent(Agent):
         self.fifo_queue_spec = check_spec(fifo_queue_spec, FIFO_QUEUE_SPEC_DEFAULTS, "fifo_queue_spec", owner)
         self.fifo_queue_spec["capacity"] = check_positive_int(self.fifo_queue_spec["capacity"], "capacity",
                                                               f"{owner}(fifo_queue_spec)")
-        self.architecture = architecture
+        self.architecture = check_choice(architecture, ARCHITECTURES, "architecture", owner,
+                                         hint="the paper's networks for image states; used without a network_spec.")
         self.environment_spec = environment_spec
         self.worker_sample_size = check_positive_int(worker_sample_size, "worker_sample_size", owner)
         if check_bool(dynamic_batching, "dynamic_batching", owner):
@@ -111,7 +113,9 @@ class IMPALAAgent(Agent):
                                                owner)
         self.feed_previous_reward = check_bool(feed_previous_reward_through_nn, "feed_previous_reward_through_nn",
                                                owner)
-        self.visualize = check_bool(bool(visualize) if isinstance(visualize, int) else visualize, "visualize", owner)
+        # (0/1 as the original RLgraph's configs may write it.)
+        self.visualize = check_bool(bool(visualize) if type(visualize) is int and visualize in (0, 1) else visualize,
+                                    "visualize", owner)
         self.reproducible = check_bool(reproducible, "reproducible", owner)
         self.loss_spec = dict(weight_pg=weight_pg, weight_baseline=weight_baseline, weight_entropy=weight_entropy,
                               reward_clipping=reward_clipping)
@@ -343,12 +347,13 @@ class IMPALAAgent(Agent):
                 sizes do not fit.
             RLGraphNonFiniteError: If the loss is NaN or inf (with `execution_spec.nan_check` "raise").
         """
+        tp = self._time_percentage_arg(time_percentage, "update")  # (Before a batch is taken from the queue.)
         if batch is None:
             if self.actors is None:
                 raise RLGraphError("this agent has no actors to take rollouts from", where=f"{self.name}.update",
                                    hint='pass a rollout (update(batch)), or use "type": "single-impala".')
             batch = self.actors.next_batch(self.update_spec["batch_size"])
-        loss, loss_per_item, records = self.learn_from_rollout(batch, time_percentage)
+        loss, loss_per_item, records = self.learn_from_rollout(batch, tp)
         if self.actors is not None:
             self.actors.publish_weights()
         return IMPALAUpdate(self.num_updates, loss, loss_per_item, records)
@@ -356,7 +361,7 @@ class IMPALAAgent(Agent):
     def learn_from_rollout(self, rollout: dict, time_percentage: Optional[float] = None) -> tuple:
         """One update from a rollout record; returns (loss, loss_per_item [B], the checked rollout)."""
         rollout = check_rollout(rollout, self.rollout_keys, self.worker_sample_size, f"{self.name}.update(batch)")
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "learn_from_rollout")
         loss, loss_per_item = self._executor().execute(("update_from_rollout", [rollout, tp]))
         self.num_updates += 1
         self._check_loss(loss, "update")

@@ -85,7 +85,11 @@ def check_rollout(rollout: Any, keys: tuple, rollout_length: Optional[int], wher
         raise RLGraphError("the rollout's keys do not fit this agent", where=where, expected=list(keys),
                            received=sorted(rollout), hint=f"missing {missing}, unknown {unknown}")
     out = {k: map_structure(np.asarray, rollout[k]) for k in keys}
-    rewards = out["rewards"]
+    try:  # (A plain [B, T] array; given as nested lists, `map_structure` would keep the outer list.)
+        out["rewards"] = rewards = np.asarray(rollout["rewards"])
+    except (TypeError, ValueError) as error:  # Ragged rows.
+        raise RLGraphSpaceError(FloatBox(), "rewards must be a [B, T] array", where=f"{where}['rewards']",
+                                received=str(error)) from None
     if rewards.ndim != 2:
         raise RLGraphSpaceError(FloatBox(), "rewards must be [B, T]", where=f"{where}['rewards']",
                                 received=f"shape {rewards.shape}")
@@ -94,9 +98,12 @@ def check_rollout(rollout: Any, keys: tuple, rollout_length: Optional[int], wher
         raise RLGraphSpaceError(FloatBox(), "the rollout's length differs from worker_sample_size",
                                 where=f"{where}['rewards']", expected=f"[B, {rollout_length}]",
                                 received=f"shape {rewards.shape}")
-    if not np.all(np.isfinite(rewards)):
-        raise RLGraphSpaceError(FloatBox(), "rewards must be finite", where=f"{where}['rewards']",
-                                received=f"{int(np.sum(~np.isfinite(rewards)))} non-finite values")
+    if rewards.dtype.kind not in "biuf":
+        raise RLGraphSpaceError(FloatBox(), "rewards must be numbers", where=f"{where}['rewards']",
+                                received=f"dtype {rewards.dtype}")
+    if not _finite_in_float32(rewards):
+        raise RLGraphSpaceError(FloatBox(), "rewards must be finite in float32", where=f"{where}['rewards']",
+                                received=f"{int(np.sum(~_finite32(rewards)))} non-finite values (after the cast)")
     for key in keys:
         for leaf in _leaves(out[key]):
             expected = (rows,) if key in ("initial_internal_states", "bootstrap_states") else (rows, steps)
@@ -106,13 +113,25 @@ def check_rollout(rollout: Any, keys: tuple, rollout_length: Optional[int], wher
                                         received=f"shape {leaf.shape}")
     for key in keys:
         for leaf in _leaves(out[key]):
-            if leaf.dtype.kind == "f" and not np.all(np.isfinite(leaf)):
-                raise RLGraphNonFiniteError(f"'{key}' holds NaN or inf", where=f"{where}['{key}']",
-                                            received=f"{int(np.sum(~np.isfinite(leaf)))} non-finite values",
+            if leaf.dtype.kind == "f" and not _finite_in_float32(leaf):
+                raise RLGraphNonFiniteError(f"'{key}' holds NaN or inf (or values beyond float32, which the "
+                                            "graph computes in)", where=f"{where}['{key}']",
+                                            received=f"{int(np.sum(~_finite32(leaf)))} non-finite values",
                                             hint="nothing was learned from this rollout.")
     out["rewards"] = rewards.astype(np.float32)
     out["terminals"] = out["terminals"].astype(bool)
     return out
+
+
+def _finite32(array: np.ndarray) -> np.ndarray:
+    """Elementwise: finite, and finite after a cast to float32 (a float64 1e39 is not)."""
+    if array.dtype.kind != "f" or array.dtype.itemsize <= 4:
+        return np.isfinite(array)
+    return np.isfinite(array) & (np.abs(array) <= np.finfo(np.float32).max)
+
+
+def _finite_in_float32(array: np.ndarray) -> bool:
+    return bool(np.all(_finite32(array)))
 
 
 def _leaves(value: Any) -> List[np.ndarray]:

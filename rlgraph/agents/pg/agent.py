@@ -84,6 +84,11 @@ class PolicyGradientAgent(Agent):
         self.sample_episodes = check_bool(sample_episodes, "sample_episodes", owner)
         self.weight_entropy = TimeDependentParameter.from_spec(weight_entropy if weight_entropy is not None else 0.0,
                                                                 scope="weight-entropy")
+        # (A schedule runs monotonically from its start to its end value: both ends bound it.)
+        if min(self.weight_entropy.value_at(0.0), self.weight_entropy.value_at(1.0)) < 0:
+            raise RLGraphSpecError("weight_entropy must stay >= 0 (a weight of the entropy bonus)",
+                                   where=f"{owner}(weight_entropy)", received=repr(weight_entropy),
+                                   hint="e.g. 0.01 or [\"linear\", 0.01, 0.0]; 0 switches the bonus off.")
         self.weight_vf = check_number(0.5 if weight_vf is None else weight_vf, "weight_vf", owner, low=0)
         self.value_function_spec = value_function_spec
         self.value_function_optimizer_spec = value_function_optimizer_spec
@@ -198,7 +203,7 @@ class PolicyGradientAgent(Agent):
             RLGraphError: If there is nothing to learn from, or `batch` is not a record.
             RLGraphNonFiniteError: If a loss is NaN or inf (with `execution_spec.nan_check` "raise").
         """
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "update")
         if batch is None:
             self.flush_buffers()
             fragments = self.rollouts.take()
@@ -248,7 +253,7 @@ class PolicyGradientAgent(Agent):
     def get_batch_losses(self, batch: dict, clip_ratio: float = 0.2, time_percentage: Optional[float] = None) -> PGUpdate:
         """The losses of an update batch (`PG_BATCH_KEYS`, e.g. from `make_batch`) without a step,
         with the schedules at `time_percentage` (None: now, `time_percentage()`)."""
-        time_percentage = self.time_percentage() if time_percentage is None else time_percentage
+        time_percentage = self._time_percentage_arg(time_percentage, "get_batch_losses")
         weight_entropy = np.float32(self.weight_entropy.value_at(time_percentage))
         out = self._executor().execute(("get_batch_losses", [batch, np.float32(clip_ratio), weight_entropy]))
         return PGUpdate(*out)

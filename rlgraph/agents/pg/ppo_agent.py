@@ -61,7 +61,7 @@ class PPOAgent(PolicyGradientAgent):
                          time_percentage: Optional[float] = None) -> PGUpdate:
         """As `PolicyGradientAgent.get_batch_losses`; clip_ratio None: the agent's `clip_ratio` at
         `time_percentage` (as an update at that time uses)."""
-        time_percentage = self.time_percentage() if time_percentage is None else time_percentage
+        time_percentage = self._time_percentage_arg(time_percentage, "get_batch_losses")
         if clip_ratio is None:
             clip_ratio = self.clip_ratio.value_at(time_percentage)
         return super().get_batch_losses(batch, clip_ratio, time_percentage)

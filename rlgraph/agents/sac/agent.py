@@ -108,7 +108,7 @@ class SACAgent(ReplayAgentMixin, Agent):
         self.warmup_random_steps = check_number(warmup_random_steps, "warmup_random_steps", owner, low=0,
                                                 integer=True)
         for name, spec in (("memory_spec", memory_spec), ("value_function_optimizer_spec", value_function_optimizer_spec),
-                           ("alpha_optimizer_spec", alpha_optimizer_spec)):
+                           ("alpha_optimizer_spec", alpha_optimizer_spec), ("optimizer_spec", optimizer_spec)):
             if spec is not None and not isinstance(spec, dict):
                 raise RLGraphSpecError(f"{name} must be a dict", where=f"{owner}({name})", received=repr(spec))
         self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 10000}, owner)
@@ -263,7 +263,7 @@ class SACAgent(ReplayAgentMixin, Agent):
                 or `RLGraphNonFiniteError` if a value does not fit its space or is NaN/inf.
             RLGraphNonFiniteError: If a loss is NaN or inf (`execution_spec.nan_check` "raise").
         """
-        tp = np.float32(self.time_percentage() if time_percentage is None else time_percentage)
+        tp = self._time_percentage_arg(time_percentage, "update")
         executor = self._executor()
         if batch is not None:
             external = list(self._record_and_weights(batch, "update(batch)"))

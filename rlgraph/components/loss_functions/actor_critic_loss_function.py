@@ -18,8 +18,8 @@ _TARGET_KEYS = ("advantages", "value_targets")
 def _weight(value, default: float, name: str) -> float:
     if value is None:
         return default
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
-        raise RLGraphSpecError(f"{name} must be a number >= 0 or None", where=f"ActorCriticLossFunction({name})",
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
+        raise RLGraphSpecError(f"{name} must be a finite number >= 0 or None", where=f"ActorCriticLossFunction({name})",
                                received=repr(value))
     return float(value)
 

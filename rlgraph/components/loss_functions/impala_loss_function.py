@@ -1,6 +1,7 @@
 """`IMPALALossFunction`: the V-trace actor-critic loss of IMPALA."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from rlgraph.backend_system import get_backend
@@ -20,8 +21,8 @@ _SEQUENCES = {"logits_actions_pi": (FloatBox, 1), "action_probs_mu": (FloatBox, 
 def _weight(value, default: float, name: str, owner: str) -> float:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise RLGraphSpecError(f"{name} must be a number >= 0 (or None for the default {default})",
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise RLGraphSpecError(f"{name} must be a finite number >= 0 (or None for the default {default})",
                                where=f"{owner}({name})", received=repr(value))
     return float(value)
 

@@ -36,8 +36,8 @@ class MemPrioritizedReplay:
 
     Args:
         capacity: The maximum number of records.
-        alpha: The prioritization exponent (0: uniform sampling).
-        beta: The importance-weight exponent (0: all weights 1). May be changed (annealed) later.
+        alpha: The prioritization exponent in [0, 1] (0: uniform sampling).
+        beta: The importance-weight exponent in [0, 1] (0: all weights 1). May be changed (annealed) later.
         epsilon: Added to |priority| in `update_records` so that no record gets probability 0.
         record_space: The space of one record (ranks are stripped); None: inferred from the
             first `insert_records` batch.
@@ -60,9 +60,9 @@ class MemPrioritizedReplay:
         if not isinstance(capacity, (int, np.integer)) or isinstance(capacity, bool) or capacity < 1:
             raise RLGraphSpecError("capacity must be a positive int", where=f"{name}(capacity)",
                                    received=repr(capacity))
-        for arg, value, low in (("alpha", alpha, 0.0), ("beta", beta, 0.0)):
-            if not _is_real(value) or not value >= low:
-                raise RLGraphSpecError(f"{arg} must be a number >= 0", where=f"{name}({arg})", received=repr(value))
+        for arg, value in (("alpha", alpha), ("beta", beta)):  # Exponents in [0, 1] (see `PrioritizedReplay`).
+            if not _is_real(value) or not 0.0 <= value <= 1.0:
+                raise RLGraphSpecError(f"{arg} must be a number in [0, 1]", where=f"{name}({arg})", received=repr(value))
         if not _is_real(epsilon) or not epsilon > 0.0:
             raise RLGraphSpecError("epsilon must be a number > 0", where=f"{name}(epsilon)", received=repr(epsilon),
                                    hint="a priority of 0 would give its record an infinite importance weight")

@@ -48,8 +48,8 @@ class PrioritizedReplay(Memory):
 
     Args:
         capacity: The maximum number of records.
-        alpha: Prioritization exponent (0: uniform sampling).
-        beta: Importance-sampling exponent (0: all weights 1, 1: full correction).
+        alpha: Prioritization exponent in [0, 1] (0: uniform sampling, 1: proportional to the priorities).
+        beta: Importance-sampling exponent in [0, 1] (0: all weights 1, 1: full correction).
         epsilon: Added to |update| so that no stored record has priority 0 (> 0).
         scope: Default "prioritized-replay".
 
@@ -78,8 +78,8 @@ class PrioritizedReplay(Memory):
             raise RLGraphSpecError("capacity must be at most 2**31 (2147483648): the sampled indices are int32",
                                    where=f"{type(self).__name__}(capacity)", received=self.capacity,
                                    hint='lower memory_spec.capacity, or use "mem-prioritized-replay" (numpy).')
-        self.alpha = _non_negative(alpha, "alpha")
-        self.beta = _non_negative(beta, "beta")
+        self.alpha = _non_negative(alpha, "alpha", high=1.0)
+        self.beta = _non_negative(beta, "beta", high=1.0)
         self.epsilon = _non_negative(epsilon, "epsilon")
         if self.epsilon == 0.0:
             raise RLGraphSpecError("epsilon must be > 0", where="PrioritizedReplay(epsilon)", received=epsilon,
@@ -180,11 +180,13 @@ class PrioritizedReplay(Memory):
         return None
 
 
-def _non_negative(value: Any, name: str) -> float:
+def _non_negative(value: Any, name: str, high: float = np.inf) -> float:
+    """`value` as a float if it is a finite number in [0, high]; alpha and beta are exponents in
+    [0, 1] (Schaul et al. 2015: 0 uniform / no correction, 1 fully proportional / full correction)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value < 0:
-        raise RLGraphSpecError(f"{name} must be a finite number >= 0", where=f"PrioritizedReplay({name})",
-                               received=repr(value))
+            or not np.isfinite(value) or not 0 <= value <= high:
+        raise RLGraphSpecError(f"{name} must be a finite number >= 0" + (f" and <= {high:g}" if high < np.inf else ""),
+                               where=f"PrioritizedReplay({name})", received=repr(value))
     return float(value)
 
 

@@ -120,7 +120,7 @@ def split_ray_spec(agent_config: dict) -> Tuple[dict, dict]:
             overrides.pop(key)
             warn_obsolete(f"worker_spec.execution_spec.{key}")
     worker["execution_spec"] = overrides
-    n_step = config.get("n_step", 1)
+    n_step = check_positive_int(config.get("n_step", 1), "n_step", "ApexAgent")
     if worker["n_step_adjustment"] is None:
         worker["n_step_adjustment"] = n_step
     worker["n_step_adjustment"] = max(1, worker["n_step_adjustment"])
@@ -191,8 +191,8 @@ def _check_values(spec: Dict[str, dict]) -> None:
                                expected="mem-prioritized-replay", received=repr(memory["type"]))
     memory.pop("type")
     memory["capacity"] = check_positive_int(memory["capacity"], "memory_spec.capacity", where)
-    for key in ("alpha", "beta"):
-        memory[key] = check_number(memory[key], f"memory_spec.{key}", where, low=0)
+    for key in ("alpha", "beta"):  # Exponents in [0, 1] (see `PrioritizedReplay`).
+        memory[key] = check_number(memory[key], f"memory_spec.{key}", where, 0, 1)
     memory["epsilon"] = check_number(memory["epsilon"], "memory_spec.epsilon", where, low=0, low_inclusive=False,
                                      hint="a priority of 0 would give its record an infinite importance weight.")
     if replay["min_sample_memory_size"] is None:

@@ -9,7 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, Space
 from rlgraph.utils.decorators import graph_fn
-from rlgraph.utils.initializers import bias_initializer
+from rlgraph.utils.initializers import bias_initializer, check_initializer_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 from rlgraph.components.layers.nn.image_layer_utils import (
@@ -65,8 +65,10 @@ class Conv2DLayer(NNLayer):
         self.strides = int_pair(strides, f"{name}(strides)")
         self.padding = check_choice(padding, PADDINGS, f"{name}(padding)")
         self.data_format = check_choice(data_format, DATA_FORMATS, f"{name}(data_format)")
-        self.kernel_spec = "glorot_uniform" if kernel_spec is None else kernel_spec
-        self.biases_spec = 0.0 if biases_spec is None else biases_spec
+        self.kernel_spec = check_initializer_spec("glorot_uniform" if kernel_spec is None else kernel_spec,
+                                                  f"{type(self).__name__}(kernel_spec)")
+        self.biases_spec = check_initializer_spec(0.0 if biases_spec is None else biases_spec,
+                                                  f"{type(self).__name__}(biases_spec)", allow_false=True)
         self.kernel = None
         self.bias = None
 

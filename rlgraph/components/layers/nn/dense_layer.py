@@ -9,7 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import FloatBox, Space
 from rlgraph.utils.decorators import graph_fn
-from rlgraph.utils.initializers import bias_initializer
+from rlgraph.utils.initializers import bias_initializer, check_initializer_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 
@@ -46,8 +46,10 @@ class DenseLayer(NNLayer):
             raise RLGraphSpecError("units must be a positive int", where=f"{type(self).__name__}(units)",
                                    received=repr(units))
         self.units = int(units)
-        self.weights_spec = "glorot_uniform" if weights_spec is None else weights_spec
-        self.biases_spec = 0.0 if biases_spec is None else biases_spec
+        self.weights_spec = check_initializer_spec("glorot_uniform" if weights_spec is None else weights_spec,
+                                                   f"{type(self).__name__}(weights_spec)")
+        self.biases_spec = check_initializer_spec(0.0 if biases_spec is None else biases_spec,
+                                                  f"{type(self).__name__}(biases_spec)", allow_false=True)
         self.kernel = None
         self.bias = None
 

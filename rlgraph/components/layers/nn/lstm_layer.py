@@ -10,6 +10,7 @@ from rlgraph.components.layers.nn.nn_layer import NNLayer
 from rlgraph.spaces import BoolBox, FloatBox, IntBox, Space
 from rlgraph.spaces import Tuple as TupleSpace
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
+from rlgraph.utils.initializers import check_initializer_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 PEEPHOLE_NAMES = ("w_i_diag", "w_f_diag", "w_o_diag")
@@ -109,8 +110,10 @@ class LSTMLayer(NNLayer):
         self.parallel_iterations = int(parallel_iterations)
         self.swap_memory = bool(swap_memory)
         self.time_major = bool(time_major)
-        self.weights_spec = "glorot_uniform" if weights_spec is None else weights_spec
-        self.biases_spec = 0.0 if biases_spec is None else biases_spec
+        self.weights_spec = check_initializer_spec("glorot_uniform" if weights_spec is None else weights_spec,
+                                                   f"{type(self).__name__}(weights_spec)")
+        self.biases_spec = check_initializer_spec(0.0 if biases_spec is None else biases_spec,
+                                                  f"{type(self).__name__}(biases_spec)", allow_false=True)
         self.kernel = None
         self.bias = None
         self.peepholes = None  # (w_i, w_f, w_o) when use_peepholes.

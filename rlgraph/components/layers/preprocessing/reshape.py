@@ -115,6 +115,10 @@ class ReShape(PreprocessLayer):
         super().__init__(scope=scope, **kwargs)
         where = type(self).__name__
         self.new_shape = _check_new_shape(new_shape, f"{where}(new_shape)")
+        for arg, value in (("flatten", flatten), ("fold_time_rank", fold_time_rank),
+                           ("unfold_time_rank", unfold_time_rank), ("time_major", time_major)):
+            if not isinstance(value, (bool, np.bool_)) and not (arg == "time_major" and value is None):
+                raise RLGraphSpecError(f"{arg} must be true or false", where=f"{where}({arg})", received=repr(value))
         self.flatten = bool(flatten)
         if flatten_categories is not None and not isinstance(flatten_categories, bool) and not (
                 isinstance(flatten_categories, (int, np.integer)) and flatten_categories > 0):

@@ -9,6 +9,7 @@ from rlgraph.backend_system import get_backend
 from rlgraph.components.layers.layer import Layer
 from rlgraph.spaces import FloatBox, IntBox, Space
 from rlgraph.utils.decorators import graph_fn
+from rlgraph.utils.initializers import check_initializer_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
 
@@ -62,7 +63,7 @@ class EmbeddingLookup(Layer):
                                    received=repr(max_norm))
         self.embed_dim = int(embed_dim)
         self.vocab_size = int(vocab_size)
-        self.initializer_spec = initializer_spec
+        self.initializer_spec = check_initializer_spec(initializer_spec, f"{name}(initializer_spec)")
         self.partition_strategy = partition_strategy
         self.max_norm = None if max_norm is None else float(max_norm)
         self.embeddings = None
