@@ -14,7 +14,7 @@ ENV_ID_TYPES = "None, a bool, an int, a str or a tuple of them"
 MAX_ENV_ID_NESTING = 8
 
 
-def check_env_id(env_id: Any) -> None:
+def check_buffer_env_id(env_id: Any) -> None:
     """Raises an `RLGraphSpecError` unless `env_id` is one of `ENV_ID_TYPES` (numpy ints count as
     ints; tuples nest at most `MAX_ENV_ID_NESTING` levels).
 
@@ -85,7 +85,7 @@ class ObserveBuffers:
             raise RLGraphSpecError("env_id must be hashable", where="observe(env_id)", expected=ENV_ID_TYPES,
                                    received=f"{type(env_id).__name__} {env_id!r}"[:120]) from error
         if buffer is None:  # (A new env id: checked once, then looked up like any other.)
-            check_env_id(env_id)
+            check_buffer_env_id(env_id)
             buffer = self.buffers[env_id] = []
         buffer.extend(transitions)
         if episode_end or transitions and transitions[-1].terminal:
