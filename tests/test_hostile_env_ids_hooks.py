@@ -206,7 +206,7 @@ def _distribution(tmp_path, name, requires=(), entry_point=None):
                                       "from rlgraph.execution.hooks import Hook\n\nclass Recorder(Hook):\n    pass\n")
     info = tmp_path / f"{name}-1.0.dist-info"
     info.mkdir()
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0"]
     metadata += [f"Requires-Dist: {requirement}" for requirement in requires]
     (info / "METADATA").write_text("\n".join(metadata) + "\n")
     (info / "top_level.txt").write_text(name + "\n")
