@@ -12,6 +12,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from test_agent_checkpoints import _edit_arrays, _edit_state, _rewrite
 
 from rlgraph.agents import Agent
 from rlgraph.agents import agent_checkpoints
@@ -50,15 +51,6 @@ def _manifest(path):
 def _write_manifest(path, manifest):
     with open(os.path.join(path, "manifest.json"), "w") as handle:
         json.dump(manifest, handle)
-
-
-def _rewrite(path, name, data):
-    """Replaces file `name` and its manifest entry consistently (what a crafted checkpoint does)."""
-    with open(os.path.join(path, name), "wb") as handle:
-        handle.write(data)
-    manifest = _manifest(path)
-    manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    _write_manifest(path, manifest)
 
 
 def _model_files(path):
@@ -221,13 +213,19 @@ def test_memory_file_of_unknown_record_space_must_not_be_compressed(tmp_path, in
 
 
 # --- 5. and 6. Manifest names ------------------------------------------------------------------------
+def _junk(path):
+    """Writes a 1 MiB file "junk.bin" into checkpoint `path` (not in its manifest); returns its bytes."""
+    data = bytes(1 << 20)
+    with open(os.path.join(path, "junk.bin"), "wb") as handle:
+        handle.write(data)
+    return data
+
+
 @pytest.mark.parametrize("names", [["d0/../junk.bin", "d1/../junk.bin"], ["./junk.bin"], ["a//junk.bin"],
                                    ["junk\x00.bin"], ["/etc/passwd"], ["a\\..\\junk.bin"]])
 def test_improper_manifest_names_are_refused(tmp_path, names):
     victim, path = _stored("pytorch", tmp_path / "a")
-    data = bytes(1 << 20)
-    with open(os.path.join(path, "junk.bin"), "wb") as handle:
-        handle.write(data)
+    data = _junk(path)
     manifest = _manifest(path)
     for name in names:
         manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -238,9 +236,7 @@ def test_improper_manifest_names_are_refused(tmp_path, names):
 def test_hard_linked_aliases_are_read_and_hashed_once(tmp_path, monkeypatch):
     from rlgraph.utils import checkpoint_files
     victim, path = _stored("pytorch", tmp_path / "a")
-    data = bytes(1 << 20)
-    with open(os.path.join(path, "junk.bin"), "wb") as handle:
-        handle.write(data)
+    data = _junk(path)
     manifest = _manifest(path)
     for i in range(50):
         os.link(os.path.join(path, "junk.bin"), os.path.join(path, f"alias-{i}.bin"))
@@ -260,13 +256,6 @@ def test_hard_linked_aliases_are_read_and_hashed_once(tmp_path, monkeypatch):
 
 
 # --- 7. Counters and random states ---------------------------------------------------------------
-def _edit_state(path, edit):
-    with open(os.path.join(path, "agent_state.json")) as handle:
-        state = json.load(handle)
-    edit(state)
-    _rewrite(path, "agent_state.json", json.dumps(state).encode())
-
-
 @pytest.mark.parametrize("key,value", [("max_timesteps", 10 ** 400), ("timesteps", 10 ** 4000),
                                        ("timesteps", 2 ** 63), ("num_updates", 2 ** 64)],
                          ids=["max_timesteps-1e400", "timesteps-1e4000", "timesteps-2**63", "num_updates-2**64"])
@@ -280,15 +269,6 @@ def test_counters_beyond_int64_are_refused(tmp_path, backend, key, value):
             state["counters"][key] = value
     _edit_state(path, edit)
     _assert_refused(victim, path, f"'{'counters.' if key != 'max_timesteps' else ''}{key}' is damaged")
-
-
-def _edit_arrays(path, edit):
-    with np.load(os.path.join(path, "agent_state.npz"), allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    edit(arrays)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    _rewrite(path, "agent_state.npz", buffer.getvalue())
 
 
 def test_degenerate_numpy_random_state_is_refused(tmp_path, backend):

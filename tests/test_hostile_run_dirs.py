@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from test_train_runs import _grid_config as train_runs_grid_config
 
 from rlgraph.cli.main import main
 from rlgraph.execution.run_lock import LOCK_FILE, lock_run_dir
@@ -25,14 +26,9 @@ HOLD_LOCK = ("import sys\n"
 
 
 def _grid_config(**training):
-    """A DQN on the 4x4 grid world: 100 steps in chunks of 25, a checkpoint and an evaluation every 50."""
-    with open(os.path.join(ROOT, "configs", "dqn_gridworld_4x4.json")) as handle:
-        config = json.load(handle)
-    config["update_spec"].update(steps_before_update=40, batch_size=8, update_interval=4)
-    config["environment_spec"]["max_episode_steps"] = 20
-    config["training_spec"] = dict(dict(num_timesteps=100, evaluation_interval=50, evaluation_episodes=1,
-                                        stop_at_return=None, checkpoint_interval=50, log_interval=25), **training)
-    config["execution_spec"] = {"seed": 3, "max_timesteps": 400}
+    """`test_train_runs`' grid-world DQN: 100 steps in chunks of 25, a checkpoint and an evaluation every 50."""
+    config = train_runs_grid_config(**dict(dict(num_timesteps=100, evaluation_interval=50, checkpoint_interval=50),
+                                           **training))
     config["backend"] = "pytorch"
     return config
 
