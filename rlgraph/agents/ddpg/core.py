@@ -106,7 +106,8 @@ class DDPGCore(AgentCore):
         get_greedy_actions(states) -> (preprocessed_states, mu(s) clipped)
         get_greedy_actions_from_preprocessed_states(preprocessed_states)
         get_preprocessed_states(states)
-        get_q_values(preprocessed_states, actions) -> Q [B]
+        get_q_values(preprocessed_states, actions) -> Q [B] (critic 1)
+        get_target_actions(preprocessed_states) -> the target actions a' of the critics' target
         insert_records(records); get_memory_size(): with an in-graph memory
         update_from_memory(batch_size, time_percentage) and the variants of `UPDATE_APIS`, with an
             in-graph memory -> (critic_loss, actor_loss, td [B]); a prioritized memory's
@@ -188,6 +189,15 @@ class DDPGCore(AgentCore):
     def get_q_values(self, preprocessed_states, actions):
         return self.critic.get_q_values(preprocessed_states, actions)
 
+    @rlgraph_api(no_grad=True)
+    def get_target_actions(self, preprocessed_states):
+        return self._target_actions(preprocessed_states)
+
+    def _target_actions(self, preprocessed_states):
+        """a' = mu'(s'), with the target policy smoothing if `target_noise` is set."""
+        actions = self.target_actor.get_action(preprocessed_states)
+        return actions if self.target_noise is None else self._graph_fn_smoothed(actions)
+
     def _reset_noise(self):
         return self.exploration.noise.reset()
 
@@ -209,9 +219,7 @@ class DDPGCore(AgentCore):
         """The update of the class docstring; the flags say which optimizers step and whether the
         critics' targets follow a critic step (the actor's follows every actor step)."""
         states, next_states = records["states"], records["next_states"]
-        next_actions = self.target_actor.get_action(next_states)
-        if self.target_noise is not None:
-            next_actions = self._graph_fn_smoothed(next_actions)
+        next_actions = self._target_actions(next_states)
         critic_record = {"rewards": records["rewards"], "terminals": records["terminals"],
                          "importance_weights": importance_weights}
         for i, (online, target) in enumerate(zip(self.critics, self.target_critics)):
