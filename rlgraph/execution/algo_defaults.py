@@ -14,8 +14,8 @@ package data in rlgraph/configs/, so an installed rlgraph finds them without a c
 checkout (editable install) reads configs/ itself: one copy of each file, never two that drift.
 The defaults are python dicts in the package, so they need neither.
 
-Where an algorithm cannot act in the environment (DQN on continuous actions, DDPG on discrete
-ones) the environment's action space is checked first, and the error says which algorithms fit.
+Where an algorithm cannot act in the environment (DQN on continuous actions, DDPG or TD3 on
+discrete ones) the environment's action space is checked first, and the error says which algorithms fit.
 
 >>> config, source = algo_config("dqn", "CartPole-v1")
 >>> os.path.basename(source), config["environment_spec"]
@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rlgraph
 from rlgraph.agents import (ActorCriticAgent, Agent, ApexAgent, DDPGAgent, DQNAgent, IMPALAAgent, PPOAgent,
-                            SACAgent)
+                            SACAgent, TD3Agent)
 from rlgraph.environments.env_utils import check_env_id
 from rlgraph.execution.env_ids import ATARI_NAMESPACE, default_env_spec, env_id, reward_threshold, with_env_id
 from rlgraph.spaces import FloatBox, IntBox
@@ -117,6 +117,19 @@ ALGO_DEFAULTS: Dict[type, Tuple[str, Dict[str, Any]]] = {
         "update_spec": {"update_interval": 1, "steps_before_update": 1000, "batch_size": 256, "update_steps": 1},
         "execution_spec": dict(_ONE_THREAD),
         "training_spec": dict(_TRAINING, num_timesteps=100000)}),
+    # TD3 (https://arxiv.org/abs/1802.09477) with the paper's settings: twin critics, policy delay 2,
+    # target noise 0.2 clipped at 0.5 and acting noise 0.1 (units of the half-range: the agent's defaults).
+    TD3Agent: ("td3", {
+        "type": "td3", "discount": 0.99,
+        "network_spec": _mlp(256, "relu"), "critic_network_spec": _mlp(256, "relu"),
+        "memory_spec": {"type": "replay-memory", "capacity": 100000},
+        "optimizer_spec": {"type": "adam", "learning_rate": 0.001},
+        "critic_optimizer_spec": {"type": "adam", "learning_rate": 0.001},
+        "target_actor_update": 0.005, "target_critic_update": 0.005, "random_steps": 1000,
+        "observe_spec": {"buffer_size": 32},
+        "update_spec": {"update_interval": 1, "steps_before_update": 1000, "batch_size": 256, "update_steps": 1},
+        "execution_spec": dict(_ONE_THREAD),
+        "training_spec": dict(_TRAINING, num_timesteps=100000)}),
     # IMPALA (https://arxiv.org/abs/1802.01561): 2 actors on Ray (docs/distributed.md).
     IMPALAAgent: ("impala", {
         "type": "impala", "discount": 0.99, "worker_sample_size": 50, "fifo_queue_spec": {"capacity": 64},
@@ -156,7 +169,7 @@ UNSUPPORTED = {
 }
 # The action spaces each algorithm can act in: "discrete" (IntBox leaves), "continuous" (FloatBox leaves).
 ACTION_KINDS = {DQNAgent: ("discrete",), ApexAgent: ("discrete",), IMPALAAgent: ("discrete",),
-                DDPGAgent: ("continuous",), PPOAgent: ("discrete", "continuous"),
+                DDPGAgent: ("continuous",), TD3Agent: ("continuous",), PPOAgent: ("discrete", "continuous"),
                 ActorCriticAgent: ("discrete", "continuous"), SACAgent: ("discrete", "continuous")}
 # (Agent class, gymnasium id) -> the shipped config tuned for them (a file in configs/).
 TUNED_CONFIGS: Dict[Tuple[type, str], str] = {
@@ -171,6 +184,7 @@ TUNED_CONFIGS: Dict[Tuple[type, str], str] = {
     (ActorCriticAgent, "CartPole-v1"): "a2c_cartpole.json",
     (SACAgent, "Pendulum-v1"): "sac_pendulum.json",
     (DDPGAgent, "Pendulum-v1"): "ddpg_pendulum.json",
+    (TD3Agent, "Pendulum-v1"): "td3_pendulum.json",
 }
 
 
