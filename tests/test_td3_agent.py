@@ -23,7 +23,7 @@ from rlgraph.components.loss_functions import DDPGLossFunction
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
 from rlgraph.tests import ComponentTest
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
-from test_ddpg_agent import ACTOR_NET, CRITIC_NET, GAMMA, HIGH, LOW, _batch
+from test_ddpg_agent import GAMMA, HIGH, LOW, _batch, _spec
 
 BOUNDS = (LOW.astype(np.float64), HIGH.astype(np.float64))
 HALF = (HIGH - LOW) / 2.0
@@ -31,15 +31,6 @@ SGD = dict(optimizer_spec={"type": "sgd", "learning_rate": 0.1},
            critic_optimizer_spec={"type": "sgd", "learning_rate": 0.05})
 TAU = 0.3
 ALPHA, EPSILON = 0.5, 1e-6
-
-
-def _spec(backend, **overrides):
-    spec = dict(state_space=FloatBox(shape=(3,)), action_space=FloatBox(low=LOW, high=HIGH), network_spec=ACTOR_NET,
-                critic_network_spec=CRITIC_NET, memory_spec={"type": "replay-memory", "capacity": 16},
-                update_spec={"batch_size": 4}, observe_spec={"buffer_size": 4}, discount=GAMMA,
-                execution_spec={"seed": 1, "max_timesteps": 1000}, backend=backend)
-    spec.update(overrides)
-    return spec
 
 
 def _agent(backend, **overrides):

@@ -11,14 +11,13 @@ seed; the whole file ~35 CPU seconds. The full config's figures: docs/agents/td3
 """
 import pytest
 
+from test_ddpg_learning import HIDDEN
 from test_learning import _run_seeds
 
 pytestmark = pytest.mark.learning
 
 CONFIG = "configs/td3_pendulum.json"
 TARGET = -400.0
-HIDDEN = '[{"type": "dense", "units": 64, "activation": "relu", "scope": "hidden-1"}, ' \
-         '{"type": "dense", "units": 64, "activation": "relu", "scope": "hidden-2"}]'
 SMALL = [f"network_spec={HIDDEN}", f"critic_network_spec={HIDDEN}", "update_spec.batch_size=128",
          "random_steps=1000", "update_spec.steps_before_update=1000", "target_actor_update=0.02",
          "target_critic_update=0.02", "training_spec.num_timesteps=5000", "training_spec.evaluation_interval=500",

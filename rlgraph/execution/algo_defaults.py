@@ -117,19 +117,6 @@ ALGO_DEFAULTS: Dict[type, Tuple[str, Dict[str, Any]]] = {
         "update_spec": {"update_interval": 1, "steps_before_update": 1000, "batch_size": 256, "update_steps": 1},
         "execution_spec": dict(_ONE_THREAD),
         "training_spec": dict(_TRAINING, num_timesteps=100000)}),
-    # TD3 (https://arxiv.org/abs/1802.09477) with the paper's settings: twin critics, policy delay 2,
-    # target noise 0.2 clipped at 0.5 and acting noise 0.1 (units of the half-range: the agent's defaults).
-    TD3Agent: ("td3", {
-        "type": "td3", "discount": 0.99,
-        "network_spec": _mlp(256, "relu"), "critic_network_spec": _mlp(256, "relu"),
-        "memory_spec": {"type": "replay-memory", "capacity": 100000},
-        "optimizer_spec": {"type": "adam", "learning_rate": 0.001},
-        "critic_optimizer_spec": {"type": "adam", "learning_rate": 0.001},
-        "target_actor_update": 0.005, "target_critic_update": 0.005, "random_steps": 1000,
-        "observe_spec": {"buffer_size": 32},
-        "update_spec": {"update_interval": 1, "steps_before_update": 1000, "batch_size": 256, "update_steps": 1},
-        "execution_spec": dict(_ONE_THREAD),
-        "training_spec": dict(_TRAINING, num_timesteps=100000)}),
     # IMPALA (https://arxiv.org/abs/1802.01561): 2 actors on Ray (docs/distributed.md).
     IMPALAAgent: ("impala", {
         "type": "impala", "discount": 0.99, "worker_sample_size": 50, "fifo_queue_spec": {"capacity": 64},
@@ -159,6 +146,10 @@ ALGO_DEFAULTS: Dict[type, Tuple[str, Dict[str, Any]]] = {
                                  "min_sample_memory_size": 1000}}),
         "training_spec": dict(_TRAINING, num_timesteps=200000)}),
 }
+# TD3 (https://arxiv.org/abs/1802.09477): DDPG's defaults with the TD3 agent's own (twin critics, policy
+# delay 2, target noise 0.2 clipped at 0.5, acting noise 0.1; noises in half-ranges of the action).
+ALGO_DEFAULTS[TD3Agent] = ("td3", {**{k: v for k, v in ALGO_DEFAULTS[DDPGAgent][1].items() if k != "noise_spec"},
+                                   "type": "td3"})
 # Agent types that `--algo` refuses -> why.
 UNSUPPORTED = {
     "dqfd": "DQfD learns from expert demonstrations, which `rlgraph train` cannot supply; write a script that "
