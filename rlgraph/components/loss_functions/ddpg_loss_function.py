@@ -102,6 +102,15 @@ class DDPGLossFunction(LossFunction):
     ...     terminals=np.array([False]), q_values_mu=np.array([3.0], np.float32))))
     >>> float(out["td_errors"][0]), float(out["critic_loss"]), float(out["actor_loss"])  # y = 2 + 0.5 * 4
     (3.0, 4.5, -3.0)
+    >>> twin = Dict(q_values=f, q_values_2=f, qt_values_sp=f, qt_values_sp_2=f, rewards=f,
+    ...             terminals=BoolBox(add_batch_rank=True), add_batch_rank=True)
+    >>> test = ComponentTest(DDPGLossFunction(discount=0.5, num_critics=2, parts=("critic",)),
+    ...                      input_spaces=dict(record=twin), backend="pytorch")
+    >>> one = lambda x: np.array([x], np.float32)
+    >>> out = test.test(("loss_from_record", dict(q_values=one(1.0), q_values_2=one(3.0), qt_values_sp=one(4.0),
+    ...     qt_values_sp_2=one(1.0), rewards=one(2.0), terminals=np.array([False]))))
+    >>> float(out["td_errors"][0]), float(out["critic_loss"])  # y = 2 + 0.5 * min(4, 1); 0.5 (1.5^2 + 0.5^2)
+    (1.5, 1.25)
     """
 
     record_keys: Tuple[str, ...] = CRITIC_KEYS + ACTOR_KEYS
