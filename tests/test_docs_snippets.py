@@ -166,7 +166,8 @@ def test_agent_pages_keep_their_snippets():
              "agents/ddpg.md", "agents/td3.md", "agents/dqfd.md"]
     counts = {page: len(_python_blocks(page)) for page in pages}
     assert counts == {"agents.md": 8, "agents/dqn.md": 1, "agents/apex.md": 0, "agents/impala.md": 1,
-                      "agents/ppo.md": 1, "agents/sac.md": 0, "agents/ddpg.md": 0, "agents/td3.md": 0, "agents/dqfd.md": 1}
+                      "agents/ppo.md": 1, "agents/sac.md": 0, "agents/ddpg.md": 0, "agents/td3.md": 0,
+                      "agents/dqfd.md": 1}
 
 
 def test_dqfd_doc_snippets_run(backend):

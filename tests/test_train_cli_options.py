@@ -176,7 +176,8 @@ def test_algo_on_pendulum_builds_its_shipped_config(algo, config_file, agent_typ
 @pytest.mark.parametrize("algo, env", [("dqn", "Acrobot-v1"), ("ppo", "MountainCarContinuous-v0"),
                                        ("a2c", "Acrobot-v1"), ("sac", "Acrobot-v1"),
                                        ("sac", "MountainCarContinuous-v0"), ("ddpg", "MountainCarContinuous-v0"),
-                                       ("td3", "MountainCarContinuous-v0"), ("impala", "Acrobot-v1"), ("apex", "Acrobot-v1")])
+                                       ("td3", "MountainCarContinuous-v0"), ("impala", "Acrobot-v1"),
+                                       ("apex", "Acrobot-v1")])
 def test_algo_defaults_build(algo, env):
     config, source = algo_config(algo, env)
     assert source.endswith("defaults") and config["environment_spec"] == {"type": "openai-gym", "gym_env": env}

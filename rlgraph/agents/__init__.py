@@ -32,4 +32,5 @@ Agent.__lookup_classes__ = {
     "random": RandomAgent, "random-agent": RandomAgent, "RandomAgent": RandomAgent,
 }
 
-__all__ = ["ActorCriticAgent", "Agent", "DDPGAgent", "PPOAgent", "RandomAgent", "SACAgent", "ApexAgent", "DQNAgent", "DQFDAgent", "IMPALAAgent", "SingleIMPALAAgent", "TD3Agent"]
+__all__ = ["ActorCriticAgent", "Agent", "DDPGAgent", "PPOAgent", "RandomAgent", "SACAgent", "ApexAgent", "DQNAgent",
+           "DQFDAgent", "IMPALAAgent", "SingleIMPALAAgent", "TD3Agent"]

@@ -101,8 +101,8 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         num_critics: 1, or 2 for TD3's twin critics (the target takes the smaller target critic,
             both critics regress to it; the actor and `get_q_values` use critic 1).
         policy_delay: d >= 1: the actor steps and all targets move only on every d-th update (TD3:
-            2); the updates between step the critics alone. The count is `num_updates` (updates
-            that stepped a network), which checkpoints keep.
+            2); the updates between step the critics alone. The count is `num_updates` (the
+            updates past a warm-up), which checkpoints keep.
         target_policy_noise: sigma >= 0 of TD3's target policy smoothing, in units of the action's
             half-range (high - low) / 2 per element; 0 (default): none.
         target_noise_clip: c > 0 bounding that noise to [-c, c] (units as above); None: unclipped.
@@ -203,8 +203,9 @@ class DDPGAgent(ReplayAgentMixin, Agent):
             memory=memory, actor_optimizer=Component.from_spec(self.actor_optimizer_spec),
             critic_optimizer=Component.from_spec(self.critic_optimizer_spec), discount=self.discount,
             n_step=self.n_step, actor_tau=self.actor_tau, critic_tau=self.critic_tau,
-            critic_regularization=self.critic_regularization, huber_delta=self.critic_gradient_clip, inverter_bounds=inverter, action_low=action.low,
-            action_high=action.high, num_critics=self.num_critics, policy_delay=self.policy_delay,
+            critic_regularization=self.critic_regularization, huber_delta=self.critic_gradient_clip,
+            inverter_bounds=inverter, action_low=action.low, action_high=action.high, num_critics=self.num_critics,
+            policy_delay=self.policy_delay,
             **ddpg_specs.target_smoothing(action, self.target_policy_noise, self.target_noise_clip),
             scope=self.name)
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
