@@ -7,7 +7,7 @@ instead of 3500); policy delay, target smoothing and the Gaussian noise stay. On
 each in a spawned process with one backend thread (`test_learning._run_seeds`); greedy evaluation
 (5 episodes) every 500 steps. Measured on the 2-core machine: PyTorch seeds 1 to 4 reached -400 at
 step 3500, 3000, 3500, 3000; TF seeds 1 to 4 at 3000, 3000, 3500, 3500; 12-16 CPU seconds per
-seed; the whole file ~35 CPU seconds. The full config's figures: docs/agents/td3.md.
+seed; the whole file 30 CPU seconds (29.5 s wall) on a quiet machine. The full config's figures: docs/agents/td3.md.
 """
 import pytest
 
