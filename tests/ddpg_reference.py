@@ -10,15 +10,21 @@ LAYER_NAMES = {"actor": ("neural-network/hidden", "action-layer"), "critic": ("n
 NETS = ("actor", "critic", "target-actor", "target-critic")
 
 
+def base_net(net):
+    """"actor" or "critic": the network kind of a name such as "target-critic-2"."""
+    return net.replace("target-", "").split("-")[0]
+
+
 def net_names(net):
-    hidden, head = LAYER_NAMES[net.replace("target-", "")]
+    hidden, head = LAYER_NAMES[base_net(net)]
     return {"w1": f"{hidden}/kernel", "b1": f"{hidden}/bias", "w2": f"{head}/kernel", "b2": f"{head}/bias"}
 
 
-def nets_from_weights(weights, agent_name="agent"):
-    """{"actor": net, "critic": net, "target-actor": net, "target-critic": net} from `get_weights()`."""
+def nets_from_weights(weights, agent_name="agent", nets=NETS):
+    """{"actor": net, "critic": net, "target-actor": net, "target-critic": net} (or those of `nets`)
+    from `get_weights()`."""
     return {net: {k: weights[f"{agent_name}/{net}/{name}"].astype(np.float64) for k, name in net_names(net).items()}
-            for net in NETS}
+            for net in nets}
 
 
 def weights_from_nets(nets, agent_name="agent"):
@@ -27,14 +33,14 @@ def weights_from_nets(nets, agent_name="agent"):
             for net in nets for k, name in net_names(net).items()}
 
 
-def random_nets(rng, state_dim, action_dim, actor_units=4, critic_units=5, scale=0.7):
+def random_nets(rng, state_dim, action_dim, actor_units=4, critic_units=5, scale=0.7, nets=NETS):
     shapes = {"actor": (state_dim, actor_units, action_dim), "critic": (state_dim + action_dim, critic_units, 1)}
-    nets = {}
-    for net in NETS:
-        n_in, n_hidden, n_out = shapes[net.replace("target-", "")]
-        nets[net] = {"w1": rng.normal(scale=scale, size=(n_in, n_hidden)), "b1": rng.normal(scale=0.1, size=n_hidden),
-                     "w2": rng.normal(scale=scale, size=(n_hidden, n_out)), "b2": rng.normal(scale=0.1, size=n_out)}
-    return nets
+    out = {}
+    for net in nets:
+        n_in, n_hidden, n_out = shapes[base_net(net)]
+        out[net] = {"w1": rng.normal(scale=scale, size=(n_in, n_hidden)), "b1": rng.normal(scale=0.1, size=n_hidden),
+                    "w2": rng.normal(scale=scale, size=(n_hidden, n_out)), "b2": rng.normal(scale=0.1, size=n_out)}
+    return out
 
 
 def forward(net, x):

@@ -28,7 +28,7 @@ SHARED_AGENT_MODULES = {"__init__", "agent", "agent_acting", "agent_checkpoints"
                         "records", "replay_access", "specs", "training_scalars"}
 ALIAS_AGENT_MODULES = {"dqn_agent", "apex_agent", "dqfd_agent", "impala_agent", "ppo_agent", "actor_critic_agent",
                        "sac_agent"}
-ALGORITHM_PACKAGES = {"dqn", "apex", "dqfd", "impala", "pg", "sac", "ddpg"}
+ALGORITHM_PACKAGES = {"dqn", "apex", "dqfd", "impala", "pg", "sac", "ddpg", "td3"}
 
 
 def _modules():

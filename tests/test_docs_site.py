@@ -68,7 +68,7 @@ def _public_definitions(module_name: str) -> set:
 def test_site_builds_strictly(site):
     assert (site / "index.html").exists()
     assert (site / "tutorial" / "index.html").exists()
-    for page in ("dqn", "apex", "impala", "ppo", "sac", "ddpg"):
+    for page in ("dqn", "apex", "impala", "ppo", "sac", "ddpg", "td3"):
         assert (site / "agents" / page / "index.html").exists(), page
     assert (site / "reference" / "rlgraph" / "index.html").exists()
     assert not (site / "gen_ref_pages.py").exists() and not (site / "griffe_doctests.py").exists()

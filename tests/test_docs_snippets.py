@@ -163,10 +163,11 @@ def test_ppo_doc_snippet_runs(backend):
 def test_agent_pages_keep_their_snippets():
     """One page per agent: every snippet of the agents' material is on a page whose blocks a test runs."""
     pages = ["agents.md", "agents/dqn.md", "agents/apex.md", "agents/impala.md", "agents/ppo.md", "agents/sac.md",
-             "agents/ddpg.md", "agents/dqfd.md"]
+             "agents/ddpg.md", "agents/td3.md", "agents/dqfd.md"]
     counts = {page: len(_python_blocks(page)) for page in pages}
     assert counts == {"agents.md": 8, "agents/dqn.md": 1, "agents/apex.md": 0, "agents/impala.md": 1,
-                      "agents/ppo.md": 1, "agents/sac.md": 0, "agents/ddpg.md": 0, "agents/dqfd.md": 1}
+                      "agents/ppo.md": 1, "agents/sac.md": 0, "agents/ddpg.md": 0, "agents/td3.md": 0,
+                      "agents/dqfd.md": 1}
 
 
 def test_dqfd_doc_snippets_run(backend):

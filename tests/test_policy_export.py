@@ -297,14 +297,14 @@ def _continuous_spec(kind):
         return dict(type="sac", state_space=FloatBox(shape=(3,)), action_space=bounded, network_spec=SMALL_NET,
                     value_function_spec=SMALL_NET, memory_spec={"type": "replay-memory", "capacity": 16},
                     update_spec={"batch_size": 4}, execution_spec={"seed": 5})
-    return dict(type="ddpg", state_space=FloatBox(shape=(3,)),
+    return dict(type=kind, state_space=FloatBox(shape=(3,)),  # "ddpg" or "td3".
                 action_space=FloatBox(low=np.array([-2.0, 0.0], np.float32), high=np.array([2.0, 1.0], np.float32)),
                 network_spec=SMALL_NET, critic_network_spec=SMALL_NET,
                 memory_spec={"type": "replay-memory", "capacity": 16}, update_spec={"batch_size": 4},
                 execution_spec={"seed": 6})
 
 
-@pytest.mark.parametrize("kind", ["sac", "ddpg"])
+@pytest.mark.parametrize("kind", ["sac", "ddpg", "td3"])
 def test_sac_and_ddpg_export_to_torchscript_and_savedmodel(backend, tmp_path, kind):
     _require("torchscript", "savedmodel")
     agent = Agent.from_spec(dict(_continuous_spec(kind), backend=backend))

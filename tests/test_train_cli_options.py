@@ -163,18 +163,21 @@ def test_algo_uses_the_shipped_config_for_its_env(capsys, tmp_path):
     assert written["training_spec"]["stop_at_return"] == 475 and written["training_spec"]["num_timesteps"] == 100
 
 
-def test_algo_ppo_on_pendulum_builds():
-    config, source = algo_config("ppo", "Pendulum-v1")
-    assert source == shipped_config("ppo_pendulum.json")
+@pytest.mark.parametrize("algo, config_file, agent_type", [("ppo", "ppo_pendulum.json", "PPOAgent"),
+                                                         ("td3", "td3_pendulum.json", "TD3Agent")])
+def test_algo_on_pendulum_builds_its_shipped_config(algo, config_file, agent_type):
+    config, source = algo_config(algo, "Pendulum-v1")
+    assert source == shipped_config(config_file)
     agent, _ = make_agent_and_env(resolve_config(config, backend="pytorch", num_timesteps=100))
-    assert type(agent).__name__ == "PPOAgent"
+    assert type(agent).__name__ == agent_type
     agent.terminate()
 
 
 @pytest.mark.parametrize("algo, env", [("dqn", "Acrobot-v1"), ("ppo", "MountainCarContinuous-v0"),
                                        ("a2c", "Acrobot-v1"), ("sac", "Acrobot-v1"),
                                        ("sac", "MountainCarContinuous-v0"), ("ddpg", "MountainCarContinuous-v0"),
-                                       ("impala", "Acrobot-v1"), ("apex", "Acrobot-v1")])
+                                       ("td3", "MountainCarContinuous-v0"), ("impala", "Acrobot-v1"),
+                                       ("apex", "Acrobot-v1")])
 def test_algo_defaults_build(algo, env):
     config, source = algo_config(algo, env)
     assert source.endswith("defaults") and config["environment_spec"] == {"type": "openai-gym", "gym_env": env}
@@ -194,6 +197,7 @@ def test_algo_on_another_atari_game_uses_its_atari_config():
     (["--algo", "nonsense", "--env", "CartPole-v1"], "unknown algorithm. Expected one of dqn, ppo"),
     (["--algo", "dqfd", "--env", "CartPole-v1"], "demonstrations"),
     (["--algo", "ddpg", "--env", "CartPole-v1"], "ddpg needs continuous actions"),
+    (["--algo", "td3", "--env", "CartPole-v1"], "td3 needs continuous actions"),
     (["--algo", "dqn", "--env", "Pendulum-v1"], "dqn needs discrete actions"),
     (["--algo", "ppo", "--env", "ALE/Breakout-v5"], "no Atari config for ppo"),
     (["--algo", "dqn"], "--algo needs an environment"),

@@ -14,8 +14,8 @@ package data in rlgraph/configs/, so an installed rlgraph finds them without a c
 checkout (editable install) reads configs/ itself: one copy of each file, never two that drift.
 The defaults are python dicts in the package, so they need neither.
 
-Where an algorithm cannot act in the environment (DQN on continuous actions, DDPG on discrete
-ones) the environment's action space is checked first, and the error says which algorithms fit.
+Where an algorithm cannot act in the environment (DQN on continuous actions, DDPG or TD3 on
+discrete ones) the environment's action space is checked first, and the error says which algorithms fit.
 
 >>> config, source = algo_config("dqn", "CartPole-v1")
 >>> os.path.basename(source), config["environment_spec"]
@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rlgraph
 from rlgraph.agents import (ActorCriticAgent, Agent, ApexAgent, DDPGAgent, DQNAgent, IMPALAAgent, PPOAgent,
-                            SACAgent)
+                            SACAgent, TD3Agent)
 from rlgraph.environments.env_utils import check_env_id
 from rlgraph.execution.env_ids import ATARI_NAMESPACE, default_env_spec, env_id, reward_threshold, with_env_id
 from rlgraph.spaces import FloatBox, IntBox
@@ -146,6 +146,10 @@ ALGO_DEFAULTS: Dict[type, Tuple[str, Dict[str, Any]]] = {
                                  "min_sample_memory_size": 1000}}),
         "training_spec": dict(_TRAINING, num_timesteps=200000)}),
 }
+# TD3 (https://arxiv.org/abs/1802.09477): DDPG's defaults with the TD3 agent's own (twin critics, policy
+# delay 2, target noise 0.2 clipped at 0.5, acting noise 0.1; noises in half-ranges of the action).
+ALGO_DEFAULTS[TD3Agent] = ("td3", {**{k: v for k, v in ALGO_DEFAULTS[DDPGAgent][1].items() if k != "noise_spec"},
+                                   "type": "td3"})
 # Agent types that `--algo` refuses -> why.
 UNSUPPORTED = {
     "dqfd": "DQfD learns from expert demonstrations, which `rlgraph train` cannot supply; write a script that "
@@ -156,7 +160,7 @@ UNSUPPORTED = {
 }
 # The action spaces each algorithm can act in: "discrete" (IntBox leaves), "continuous" (FloatBox leaves).
 ACTION_KINDS = {DQNAgent: ("discrete",), ApexAgent: ("discrete",), IMPALAAgent: ("discrete",),
-                DDPGAgent: ("continuous",), PPOAgent: ("discrete", "continuous"),
+                DDPGAgent: ("continuous",), TD3Agent: ("continuous",), PPOAgent: ("discrete", "continuous"),
                 ActorCriticAgent: ("discrete", "continuous"), SACAgent: ("discrete", "continuous")}
 # (Agent class, gymnasium id) -> the shipped config tuned for them (a file in configs/).
 TUNED_CONFIGS: Dict[Tuple[type, str], str] = {
@@ -171,6 +175,7 @@ TUNED_CONFIGS: Dict[Tuple[type, str], str] = {
     (ActorCriticAgent, "CartPole-v1"): "a2c_cartpole.json",
     (SACAgent, "Pendulum-v1"): "sac_pendulum.json",
     (DDPGAgent, "Pendulum-v1"): "ddpg_pendulum.json",
+    (TD3Agent, "Pendulum-v1"): "td3_pendulum.json",
 }
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from rlgraph.agents.ddpg import specs as ddpg_specs
 from rlgraph.agents.agent import Agent
-from rlgraph.agents.ddpg.core import UPDATE_APIS, DDPGCore
+from rlgraph.agents.ddpg.core import DDPGCore, update_apis
 from rlgraph.agents.ddpg.networks import DeterministicActor, QCritic
 from rlgraph.agents.records import record_space, to_weighted_record
 from rlgraph.agents.replay_access import ReplayAgentMixin, check_memory_spec, make_replay, replay_input_spaces
@@ -98,6 +98,14 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         train_interval: vinci's name of update_spec.update_interval.
         memory_interval: Write only every n-th transition into the memory (observed or imported;
             the count survives checkpoints).
+        num_critics: 1, or 2 for TD3's twin critics (the target takes the smaller target critic,
+            both critics regress to it; the actor and `get_q_values` use critic 1).
+        policy_delay: d >= 1: the actor steps and all targets move only on every d-th update (TD3:
+            2); the updates between step the critics alone. The count is `num_updates` (the
+            updates past a warm-up), which checkpoints keep.
+        target_policy_noise: sigma >= 0 of TD3's target policy smoothing, in units of the action's
+            half-range (high - low) / 2 per element; 0 (default): none.
+        target_noise_clip: c > 0 bounding that noise to [-c, c] (units as above); None: unclipped.
         **kwargs: `Agent` arguments. update_spec has no sync_interval here (an error).
             `action_adapter_spec` may hold the actor head's `pre_network_spec` (layers between the
             actor network and its action layer), `weights_spec` and `biases_spec`.
@@ -108,6 +116,9 @@ class DDPGAgent(ReplayAgentMixin, Agent):
     """
 
     greedy_apis = ("get_greedy_actions_from_preprocessed_states", "get_greedy_actions")
+    algorithm = "DDPG"  # How errors name the algorithm.
+    core_class = DDPGCore
+    default_actor_learning_rate = ddpg_specs.DEFAULT_ACTOR_LEARNING_RATE
     loss_scalar_tags = {"critic_loss": "loss/critic", "actor_loss": "loss/actor"}
 
     def __init__(self, critic_network_spec: Any = None, memory_spec: Optional[dict] = None, noise_spec: Any = None,
@@ -119,15 +130,22 @@ class DDPGAgent(ReplayAgentMixin, Agent):
                  warmup_critic_steps: int = 0, invert_gradients: bool = False,
                  gradient_inverter_min: Optional[float] = None, gradient_inverter_max: Optional[float] = None,
                  squash_actions: bool = True, random_steps: int = 0, batch_size: Optional[int] = None,
-                 train_interval: Optional[int] = None, memory_interval: int = 1, n_step: int = 1, **kwargs):
+                 train_interval: Optional[int] = None, memory_interval: int = 1, n_step: int = 1,
+                 num_critics: int = 1, policy_delay: int = 1, target_policy_noise: float = 0.0,
+                 target_noise_clip: Optional[float] = None, **kwargs):
         owner = type(self).__name__
+        self.num_critics = check_number(num_critics, "num_critics", owner, low=1, high=2, integer=True)
+        self.policy_delay = check_number(policy_delay, "policy_delay", owner, low=1, integer=True)
+        self.target_policy_noise = check_number(target_policy_noise, "target_policy_noise", owner, low=0.0)
+        self.target_noise_clip = check_number(target_noise_clip, "target_noise_clip", owner, low=0.0,
+                                              low_inclusive=False, allow_none=True)
         self.critic_network_spec = critic_network_spec
         self.memory_spec = check_memory_spec(memory_spec, {"type": "replay-memory", "capacity": 100000}, owner)
         self.n_step = check_number(n_step, "n_step", owner, low=1, integer=True)
         exploration = ddpg_specs.exploration_spec(kwargs.pop("exploration_spec", None), noise_spec, random_process,
-                                                  owner)
+                                                  owner, self._default_noise_spec(kwargs.get("action_space")))
         self.actor_optimizer_spec = ddpg_specs.optimizer_spec(
-            kwargs.pop("optimizer_spec", None), actor_learning_rate, ddpg_specs.DEFAULT_ACTOR_LEARNING_RATE,
+            kwargs.pop("optimizer_spec", None), actor_learning_rate, self.default_actor_learning_rate,
             "actor-optimizer", ("optimizer_spec", "actor_learning_rate"), owner)
         critic_spec = ddpg_specs.one_of({"critic_optimizer_spec": critic_optimizer_spec,
                                          "value_function_optimizer_spec": value_function_optimizer_spec}, owner)
@@ -156,18 +174,22 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         self.actor_head_spec = ddpg_specs.actor_head_spec(kwargs.get("action_adapter_spec"), owner)
         super().__init__(optimizer_spec=self.actor_optimizer_spec, exploration_spec=exploration, **kwargs)
 
+    def _default_noise_spec(self, action_space: Any) -> dict:
+        """The noise without `noise_spec` (DDPG: the paper's Ornstein-Uhlenbeck noise)."""
+        return dict(ddpg_specs.DEFAULT_NOISE_SPEC)
+
     def _n_step(self) -> int:
         return self.n_step
 
     # --- Construction ---------------------------------------------------------------------------
     def _create_root(self) -> None:
         owner = type(self).__name__
-        action = self._check_action_space()
+        action = ddpg_specs.check_action_space(self.action_space, self.algorithm, owner)
         if self.network_spec is None:
             raise RLGraphSpecError("no network_spec (the actor's hidden layers)", where=f"{owner}(network_spec)",
                                    hint='give e.g. [{"type": "dense", "units": 64, "activation": "relu"}].')
         memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, owner,
-                                          "DDPG")
+                                          self.algorithm)
         actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor",
                                    **self.actor_head_spec)
         critic = QCritic(self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
@@ -175,18 +197,21 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         exploration = Exploration.from_spec(self.exploration_spec)
         inverter = None
         if self.invert_gradients:
-            inverter = self._inverter_bounds(action)
-        self.root_component = DDPGCore(
+            inverter = ddpg_specs.inverter_bounds(action, self.gradient_inverter_min, self.gradient_inverter_max, owner)
+        self.root_component = self.core_class(
             actor=actor, critic=critic, preprocessing_spec=self.preprocessing_spec, exploration=exploration,
             memory=memory, actor_optimizer=Component.from_spec(self.actor_optimizer_spec),
             critic_optimizer=Component.from_spec(self.critic_optimizer_spec), discount=self.discount,
-            n_step=self.n_step, actor_tau=self.actor_tau, critic_tau=self.critic_tau, critic_regularization=self.critic_regularization,
-            huber_delta=self.critic_gradient_clip, inverter_bounds=inverter, action_low=action.low,
-            action_high=action.high, scope=self.name)
+            n_step=self.n_step, actor_tau=self.actor_tau, critic_tau=self.critic_tau,
+            critic_regularization=self.critic_regularization, huber_delta=self.critic_gradient_clip,
+            inverter_bounds=inverter, action_low=action.low, action_high=action.high, num_critics=self.num_critics,
+            policy_delay=self.policy_delay,
+            **ddpg_specs.target_smoothing(action, self.target_policy_noise, self.target_noise_clip),
+            scope=self.name)
         self.preprocessed_state_space = self.root_component.preprocessor.get_preprocessed_space(
             self.state_space.with_batch_rank()).strip_ranks()
         if isinstance(self.preprocessed_state_space, ContainerSpace):
-            raise RLGraphSpecError("DDPG's critic takes one Box state", where=f"{owner}(state_space)",
+            raise RLGraphSpecError(f"{self.algorithm}'s critic takes one Box state", where=f"{owner}(state_space)",
                                    received=str(self.preprocessed_state_space),
                                    hint="flatten a Dict/Tuple state into one vector (a preprocessor or env wrapper).")
         self.input_spaces = dict(
@@ -197,43 +222,17 @@ class DDPGAgent(ReplayAgentMixin, Agent):
             importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
         self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
 
-    def _check_action_space(self) -> FloatBox:
-        space, where = self.action_space, f"{type(self).__name__}(action_space)"
-        if not isinstance(space, FloatBox):
-            hint = ("a Dict/Tuple of FloatBoxes is not supported (one noise process covers one FloatBox): "
-                    "concatenate the actions into one FloatBox." if isinstance(space, ContainerSpace) else
-                    "use DQN for discrete actions, or a continuous version of the environment.")
-            raise RLGraphSpecError("DDPG needs continuous actions: one bounded FloatBox", where=where,
-                                   expected="FloatBox(low, high, shape)", received=str(space), hint=hint)
-        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
-            raise RLGraphSpecError("DDPG's actor maps onto the action bounds, which must be finite with low < high",
-                                   where=where, received=f"low {space.low}, high {space.high}",
-                                   hint="give the FloatBox finite bounds (e.g. rescale the actions to [-1, 1]).")
-        return space
-
-    def _inverter_bounds(self, action: FloatBox) -> tuple:
-        shape = action.shape
-        p_min = np.broadcast_to(np.asarray(action.low if self.gradient_inverter_min is None
-                                           else self.gradient_inverter_min, np.float32), shape).copy()
-        p_max = np.broadcast_to(np.asarray(action.high if self.gradient_inverter_max is None
-                                           else self.gradient_inverter_max, np.float32), shape).copy()
-        if not np.all(p_max > p_min):
-            raise RLGraphSpecError("gradient_inverter_max must exceed gradient_inverter_min",
-                                   where=f"{type(self).__name__}(gradient_inverter_max)",
-                                   received=f"{p_min} and {p_max}")
-        return p_min, p_max
-
     def build(self, build_options: Optional[dict] = None) -> Any:
         stats = super().build(build_options)
         self.sync_targets()  # The targets start as copies.
         return stats
 
     def sync_targets(self) -> None:
-        """Copies the actor and the critic into their targets (a hard update)."""
+        """Copies the actor and the critic(s) into their targets (a hard update)."""
         weights = self._executor().get_weights()
         core = self.root_component
         copies = {}
-        for online, target in ((core.actor, core.target_actor), (core.critic, core.target_critic)):
+        for online, target in ((core.actor, core.target_actor), *zip(core.critics, core.target_critics)):
             prefix, target_prefix = online.global_scope + "/", target.global_scope + "/"
             copies.update({target_prefix + name[len(prefix):]: value for name, value in weights.items()
                            if name.startswith(prefix)})
@@ -262,7 +261,7 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         return (actions, preprocessed) if extras else actions
 
     def get_q_values(self, states: Any, actions: Any, apply_preprocessing: bool = True) -> np.ndarray:
-        """Q(s, a) of the critic for a batch of states and actions [B] (one value for one pair)."""
+        """Q(s, a) of the critic (critic 1) for a batch of states and actions [B] (one value for one pair)."""
         if apply_preprocessing:
             states = self.preprocess_states(states)
         batch, single = self._batch(states, self.preprocessed_state_space, "get_q_values(states)")
@@ -298,7 +297,9 @@ class DDPGAgent(ReplayAgentMixin, Agent):
     def update(self, batch: Optional[dict] = None, time_percentage: Optional[float] = None) -> DDPGLosses:
         """One update (see `DDPGCore`): the critic steps from `warmup_critic_steps` env steps on,
         the actor from `warmup_actor_steps` on; the targets of the stepped parts follow softly.
-        Before both warm-ups the losses are computed without any step.
+        Before both warm-ups the losses are computed without any step. With `policy_delay` d the
+        actor steps and the targets follow only in the k-th update that steps something for k a
+        multiple of d (k = `num_updates` after it).
 
         Args:
             batch: None (sample update_spec.batch_size transitions from the memory; a prioritized
@@ -317,7 +318,8 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         """
         tp = self._time_percentage_arg(time_percentage, "update")
         steps = (self.timesteps >= self.warmup_critic_steps, self.timesteps >= self.warmup_actor_steps)
-        from_memory, external = UPDATE_APIS[steps]
+        delayed_turn = (self.num_updates + 1) % self.policy_delay == 0  # (k = num_updates + 1 if it steps.)
+        from_memory, external = update_apis(steps[0], steps[1] and delayed_turn, delayed_turn)
         if batch is not None:
             records, weights = to_weighted_record(batch, f"{self.name}.update(batch)", self._data_checks)
             critic_loss, actor_loss, _ = self._executor().execute((external, [records, weights, tp]))

@@ -17,28 +17,45 @@ from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
-# (critic step, actor step) -> (root API from the memory, root API from an external record).
+# (critic step, actor step, sync the stepped parts' targets) -> (root API from the memory, root API
+# from an external record). The targets of the parts stepped follow them, except in the updates
+# between two delayed ones (policy_delay > 1, TD3): there the critics step and no target moves.
 UPDATE_APIS = {
-    (True, True): ("update_from_memory", "update_from_external_batch"),
-    (True, False): ("update_critic_from_memory", "update_critic_from_external_batch"),
-    (False, True): ("update_actor_from_memory", "update_actor_from_external_batch"),
-    (False, False): ("get_losses_from_memory", "get_losses"),
+    (True, True, True): ("update_from_memory", "update_from_external_batch"),
+    (True, False, True): ("update_critic_from_memory", "update_critic_from_external_batch"),
+    (False, True, True): ("update_actor_from_memory", "update_actor_from_external_batch"),
+    (False, False, True): ("get_losses_from_memory", "get_losses"),
+}
+DELAYED_UPDATE_APIS = {
+    (True, False, False): ("update_critic_unsynced_from_memory", "update_critic_unsynced_from_external_batch"),
 }
 
 
+def update_apis(critic_step: bool, actor_step: bool, sync_targets: bool) -> Tuple[str, str]:
+    """(root API from the memory, from an external record) of an update that steps the critic(s)
+    and/or the actor, and moves the targets of the parts stepped or not (`sync_targets`; without
+    a critic step only the actor's target can move, and it moves with every actor step)."""
+    if not critic_step:
+        return UPDATE_APIS[(False, actor_step, True)]
+    return (UPDATE_APIS if sync_targets else DELAYED_UPDATE_APIS)[(True, actor_step, sync_targets)]
+
+
 class DDPGCore(AgentCore):
-    """Preprocessor, actor mu and critic Q with their targets mu' and Q', noise, memory, losses, two optimizers.
+    """Preprocessor, actor mu and critic Q (or twin critics Q_1, Q_2) with their targets, noise, memory,
+    losses, two optimizers.
 
     One update reads one record (`rlgraph/agents/records.py`: states preprocessed; n-step records
     hold the n discounted rewards) with importance weights w (1 unless the memory is prioritized)
     and runs, in one executor call (numpy reference: `tests/ddpg_reference.py`):
 
-        y = r_t + gamma**n * (1 - d_t) * Q'(s_tp1, mu'(s_tp1))       # a constant (no gradient)
-        td = y - Q(s_t, a_t)
+        a'_tp1 = mu'(s_tp1)     [target_noise > 0: clip(mu'(s_tp1) + clip(eps, -c, c), low, high),
+                                 eps ~ N(0, target_noise^2) per item and element]      # TD3's smoothing
+        y = r_t + gamma**n * (1 - d_t) * Q'(s_tp1, a'_tp1)     [twin: min(Q'_1, Q'_2)]  # no gradient
+        td = y - Q(s_t, a_t)                                  [twin: td of Q_1; Q_2 regresses to y too]
         critic_loss = mean(w * (huber(td, critic_gradient_clip) or 0.5 td^2)) + c_reg * sum_w sum(w^2)
         critic_optimizer.step(Q's variables, critic_loss)            # if past warmup_critic_steps
         [prioritized memory]: priorities of the sampled records <- |td|
-        a = mu(s_t);  g = dQ(s_t, a)/da (with the critic just updated)
+        a = mu(s_t);  g = dQ(s_t, a)/da (with the critic just updated; twin: Q_1)
         g = invert(g, a) if invert_gradients                          # Hausknecht & Stone 2016
         actor_loss = -mean(Q(s_t, a)); the actor's gradient is -mean_b(g_b . da_b/dtheta)
         actor_optimizer.step(mu's variables)                          # if past warmup_actor_steps
@@ -50,13 +67,16 @@ class DDPGCore(AgentCore):
     core builds each record, and owns the critic's variables, so it passes their sum of squares
     as "critic_weights_l2". Which parts step is fixed per root API method (`UPDATE_APIS`); every
     variant returns (critic_loss, actor_loss, td [B]) computed before its own steps (the actor
-    loss with the critic after its step).
+    loss with the critic after its step). The agent picks the variant per update (`update_apis`):
+    with a policy delay d > 1 (TD3) the actor steps and all targets move only on every d-th update;
+    the updates between step the critics alone (`DELAYED_UPDATE_APIS`).
 
     Acting: mu(s) (+ the exploration noise) clipped to the action bounds.
 
     Args:
         actor: A `DeterministicActor` (scope "actor").
-        critic: A `QCritic` (scope "critic").
+        critic: A `QCritic` (scope "critic"); with `num_critics` 2 a copy of it is the second
+            critic (scope "critic-2", its target "target-critic-2").
         preprocessing_spec: Preprocessor specs of the `PreprocessorStack`.
         exploration: The `Exploration` with a noise (one FloatBox action).
         memory: An in-graph "replay-memory" or "prioritized-replay", or None when the agent keeps a
@@ -73,6 +93,11 @@ class DDPGCore(AgentCore):
             None for none.
         action_low: The action's lower bound (an array shaped like the action).
         action_high: The action's upper bound (an array shaped like the action).
+        num_critics: 1, or 2 for twin critics (TD3's clipped double Q-learning).
+        policy_delay: d >= 1: d > 1 adds the API variants of `DELAYED_UPDATE_APIS`.
+        target_noise: The stddev of the target policy smoothing noise per action element (an array
+            shaped like the action, in action units), or None for no smoothing.
+        target_noise_clip: c, the bound of that noise per element (an array), or None (unclipped).
         scope: The root's scope (the agent's name).
 
     API (all batched):
@@ -81,7 +106,8 @@ class DDPGCore(AgentCore):
         get_greedy_actions(states) -> (preprocessed_states, mu(s) clipped)
         get_greedy_actions_from_preprocessed_states(preprocessed_states)
         get_preprocessed_states(states)
-        get_q_values(preprocessed_states, actions) -> Q [B]
+        get_q_values(preprocessed_states, actions) -> Q [B] (critic 1)
+        get_target_actions(preprocessed_states) -> the target actions a' of the critics' target
         insert_records(records); get_memory_size(): with an in-graph memory
         update_from_memory(batch_size, time_percentage) and the variants of `UPDATE_APIS`, with an
             in-graph memory -> (critic_loss, actor_loss, td [B]); a prioritized memory's
@@ -99,12 +125,19 @@ class DDPGCore(AgentCore):
                  memory: Optional[Component], actor_optimizer: Component, critic_optimizer: Component,
                  discount: float, n_step: int, actor_tau: float, critic_tau: float, critic_regularization: float,
                  huber_delta: Optional[float], inverter_bounds: Optional[Tuple[np.ndarray, np.ndarray]],
-                 action_low: np.ndarray, action_high: np.ndarray, scope: str = "ddpg-core"):
+                 action_low: np.ndarray, action_high: np.ndarray, num_critics: int = 1, policy_delay: int = 1,
+                 target_noise: Optional[np.ndarray] = None, target_noise_clip: Optional[np.ndarray] = None,
+                 scope: str = "ddpg-core"):
         super().__init__(scope=scope)
         self.preprocessor = PreprocessorStack(*preprocessing_spec, scope="preprocessor-stack")
-        self.actor, self.critic = actor, critic
+        self.actor = actor
+        # (Copied before `_target_of` adds its synchronizer to the first.)
+        self.critics = [critic] + [critic.copy(scope=f"critic-{i + 1}") for i in range(1, num_critics)]
         self.target_actor = self._target_of(actor, "target-actor", actor_tau)
-        self.target_critic = self._target_of(critic, "target-critic", critic_tau)
+        self.target_critics = [self._target_of(c, "target-" + c.scope, critic_tau) for c in self.critics]
+        self.critic, self.target_critic = self.critics[0], self.target_critics[0]
+        self.target_noise = None if target_noise is None else np.asarray(target_noise, np.float32)
+        self.target_noise_clip = None if target_noise_clip is None else np.asarray(target_noise_clip, np.float32)
         self.exploration = exploration
         self.memory = memory  # None: the agent keeps a numpy memory.
         self.prioritized = isinstance(memory, PrioritizedReplay)
@@ -113,20 +146,22 @@ class DDPGCore(AgentCore):
         self.inverter_bounds = inverter_bounds
         loss_args = dict(discount=float(discount) ** int(n_step), huber_delta=huber_delta,
                          critic_regularization=critic_regularization, inverter_bounds=inverter_bounds)
-        self.critic_loss = DDPGLossFunction(parts=("critic",), scope="critic-loss", **loss_args)
+        self.critic_loss = DDPGLossFunction(parts=("critic",), num_critics=num_critics, scope="critic-loss",
+                                            **loss_args)
         self.actor_loss = DDPGLossFunction(parts=("actor",), scope="actor-loss", **loss_args)
         self.action_low = np.asarray(action_low, np.float32)
         self.action_high = np.asarray(action_high, np.float32)
-        self.add_components(self.preprocessor, actor, critic, self.target_actor, self.target_critic, exploration,
-                            actor_optimizer, critic_optimizer, self.critic_loss, self.actor_loss,
+        self.add_components(self.preprocessor, actor, *self.critics, self.target_actor, *self.target_critics,
+                            exploration, actor_optimizer, critic_optimizer, self.critic_loss, self.actor_loss,
                             *([memory] if memory is not None else []))
-        for (critic_step, actor_step), (from_memory, external) in UPDATE_APIS.items():
+        apis = {**UPDATE_APIS, **(DELAYED_UPDATE_APIS if policy_delay > 1 else {})}
+        for (critic_step, actor_step, sync), (from_memory, external) in apis.items():
             no_grad = not (critic_step or actor_step)
             if memory is not None:
                 rlgraph_api(component=self, name=from_memory, no_grad=no_grad)(
-                    _MemoryUpdate(from_memory, critic_step, actor_step))
+                    _MemoryUpdate(from_memory, critic_step, actor_step, sync))
             rlgraph_api(component=self, name=external, no_grad=no_grad)(
-                _ExternalUpdate(external, critic_step, actor_step))
+                _ExternalUpdate(external, critic_step, actor_step, sync))
         if memory is not None:
             rlgraph_api(component=self, name="insert_records")(DDPGCore._insert_records)
             rlgraph_api(component=self, name="get_memory_size", no_grad=True)(DDPGCore._get_memory_size)
@@ -154,29 +189,43 @@ class DDPGCore(AgentCore):
     def get_q_values(self, preprocessed_states, actions):
         return self.critic.get_q_values(preprocessed_states, actions)
 
+    @rlgraph_api(no_grad=True)
+    def get_target_actions(self, preprocessed_states):
+        return self._target_actions(preprocessed_states)
+
+    def _target_actions(self, preprocessed_states):
+        """a' = mu'(s'), with the target policy smoothing if `target_noise` is set."""
+        actions = self.target_actor.get_action(preprocessed_states)
+        return actions if self.target_noise is None else self._graph_fn_smoothed(actions)
+
     def _reset_noise(self):
         return self.exploration.noise.reset()
 
     # --- Memory and learning --------------------------------------------------------------------
-    def _update_from_memory(self, batch_size, time_percentage, critic_step: bool, actor_step: bool):
+    def _update_from_memory(self, batch_size, time_percentage, critic_step: bool, actor_step: bool, sync: bool):
         if self.prioritized:
             records, indices, weights = self.memory.get_records(batch_size)
         else:
             records = self.memory.get_records(batch_size)
             weights = self._graph_fn_ones_like(records["rewards"])
-        critic_loss, actor_loss, td = self._update(records, weights, time_percentage, critic_step, actor_step)
+        critic_loss, actor_loss, td = self._update(records, weights, time_percentage, critic_step, actor_step,
+                                                   sync)
         if self.prioritized:
             self.memory.update_records(indices, td)
         return critic_loss, actor_loss, td
 
-    def _update(self, records, importance_weights, time_percentage, critic_step: bool, actor_step: bool):
-        """The update of the class docstring; the flags say which optimizers step."""
+    def _update(self, records, importance_weights, time_percentage, critic_step: bool, actor_step: bool,
+                sync: bool = True):
+        """The update of the class docstring; the flags say which optimizers step and whether the
+        critics' targets follow a critic step (the actor's follows every actor step)."""
         states, next_states = records["states"], records["next_states"]
-        critic_record = {
-            "q_values": self.critic.get_q_values(states, records["actions"]),
-            "qt_values_sp": self.target_critic.get_q_values(next_states, self.target_actor.get_action(next_states)),
-            "rewards": records["rewards"], "terminals": records["terminals"],
-            "importance_weights": importance_weights}
+        next_actions = self._target_actions(next_states)
+        critic_record = {"rewards": records["rewards"], "terminals": records["terminals"],
+                         "importance_weights": importance_weights}
+        for i, (online, target) in enumerate(zip(self.critics, self.target_critics)):
+            suffix = "" if i == 0 else f"_{i + 1}"
+            critic_record["q_values" + suffix] = online.get_q_values(states, records["actions"])
+            critic_record["qt_values_sp" + suffix] = target.get_q_values(next_states, next_actions)
         if self.critic_regularization > 0:
             critic_record["critic_weights_l2"] = self._graph_fn_critic_l2()
         critic = self.critic_loss.loss_from_record(critic_record)
@@ -192,9 +241,9 @@ class DDPGCore(AgentCore):
         if actor_step:
             self.actor_optimizer.step(self._graph_fn_actor_variables(), actor["actor_surrogate"],
                                       actor["actor_surrogate_per_item"], time_percentage)
-        if critic_step:
-            self.target_critic.sub_components["synchronizable"].sync(
-                self.critic.sub_components["synchronizable"].get_sync_values())
+        if critic_step and sync:
+            for online, target in zip(self.critics, self.target_critics):
+                target.sub_components["synchronizable"].sync(online.sub_components["synchronizable"].get_sync_values())
         if actor_step:
             self.target_actor.sub_components["synchronizable"].sync(
                 self.actor.sub_components["synchronizable"].get_sync_values())
@@ -211,9 +260,28 @@ class DDPGCore(AgentCore):
         return torch.minimum(torch.maximum(actions, low), high)
 
     @graph_fn
+    def _graph_fn_smoothed(self, actions):
+        """TD3's target policy smoothing: clip(a + clip(eps, -c, c), low, high), eps ~ N(0, sigma^2)
+        drawn per item and element [B, *action_shape]."""
+        sigma, bound = self.target_noise, self.target_noise_clip
+        if get_backend() == "tf":
+            import tensorflow as tf
+            eps = tf.random.normal(tf.shape(actions), dtype=actions.dtype) * sigma
+            if bound is not None:
+                eps = tf.clip_by_value(eps, -bound, bound)
+            return tf.clip_by_value(actions + eps, self.action_low, self.action_high)
+        import torch
+        eps = torch.randn_like(actions) * torch.as_tensor(sigma, dtype=actions.dtype)
+        if bound is not None:
+            bound = torch.as_tensor(bound, dtype=actions.dtype)
+            eps = torch.minimum(torch.maximum(eps, -bound), bound)
+        low, high = (torch.as_tensor(b, dtype=actions.dtype) for b in (self.action_low, self.action_high))
+        return torch.minimum(torch.maximum(actions + eps, low), high)
+
+    @graph_fn
     def _graph_fn_critic_l2(self):
-        """sum_w sum(w^2) over the critic's trainable variables (a scalar, differentiable in them)."""
-        weights = list(self.critic.get_variables(trainable_only=True).values())
+        """sum_w sum(w^2) over the critics' trainable variables (a scalar, differentiable in them)."""
+        weights = [w for critic in self.critics for w in critic.get_variables(trainable_only=True).values()]
         if get_backend() == "tf":
             import tensorflow as tf
             return tf.add_n([tf.reduce_sum(tf.square(w)) for w in weights])
@@ -221,7 +289,13 @@ class DDPGCore(AgentCore):
 
     @graph_fn
     def _graph_fn_critic_variables(self):
-        return self.critic.get_variables(custom_scope_separator="-", trainable_only=True)
+        # The first critic's names as DDPG's (its optimizer slots keep their names); a twin's prefixed.
+        variables = {}
+        for i, critic in enumerate(self.critics):
+            prefix = "" if i == 0 else critic.scope + "-"
+            variables.update({prefix + name: v for name, v in
+                              critic.get_variables(custom_scope_separator="-", trainable_only=True).items()})
+        return variables
 
     @graph_fn
     def _graph_fn_actor_variables(self):
@@ -231,12 +305,12 @@ class DDPGCore(AgentCore):
 class _MemoryUpdate:
     """The body of an update API from the in-graph memory (a picklable object, for PyTorch's export)."""
 
-    def __init__(self, name: str, critic_step: bool, actor_step: bool):
+    def __init__(self, name: str, critic_step: bool, actor_step: bool, sync: bool = True):
         self.__name__ = self.__qualname__ = name
-        self.critic_step, self.actor_step = critic_step, actor_step
+        self.critic_step, self.actor_step, self.sync = critic_step, actor_step, sync
 
     def __call__(self, core, batch_size, time_percentage):
-        return core._update_from_memory(batch_size, time_percentage, self.critic_step, self.actor_step)
+        return core._update_from_memory(batch_size, time_percentage, self.critic_step, self.actor_step, self.sync)
 
 
 class _ExternalUpdate(_MemoryUpdate):
@@ -244,4 +318,5 @@ class _ExternalUpdate(_MemoryUpdate):
 
     def __call__(self, core, records, importance_weights, time_percentage):
         check_record_keys(records, f"{core.global_scope}.{self.__name__}(records)")
-        return core._update(records, importance_weights, time_percentage, self.critic_step, self.actor_step)
+        return core._update(records, importance_weights, time_percentage, self.critic_step, self.actor_step,
+                            self.sync)

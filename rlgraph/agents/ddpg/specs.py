@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
+import numpy as np
+
 from rlgraph.agents.specs import check_number
+from rlgraph.spaces import FloatBox
+from rlgraph.spaces.containers import ContainerSpace
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 # The learning rates of the DDPG paper (section 7, https://arxiv.org/abs/1509.02971).
@@ -67,16 +71,19 @@ def one_of(values: Dict[str, Any], owner: str) -> Optional[Tuple[str, Any]]:
     return given[0] if given else None
 
 
-def exploration_spec(exploration: Any, noise_spec: Any, random_process: Any, owner: str) -> Dict[str, Any]:
-    """The `Exploration` spec: noise only (no epsilon), the default noise if none is given.
+def exploration_spec(exploration: Any, noise_spec: Any, random_process: Any, owner: str,
+                     default: Optional[dict] = None) -> Dict[str, Any]:
+    """The `Exploration` spec: noise only (no epsilon), the `default` noise (else `DEFAULT_NOISE_SPEC`)
+    if none is given.
 
     Raises:
         RLGraphSpecError: For several of the three, specs that are no dicts, or an epsilon_spec.
     """
     given = one_of({"exploration_spec": exploration, "noise_spec": noise_spec, "random_process": random_process},
                    owner)
+    default = dict(DEFAULT_NOISE_SPEC if default is None else default)
     if given is None:
-        return {"noise_spec": dict(DEFAULT_NOISE_SPEC)}
+        return {"noise_spec": default}
     name, value = given
     if not isinstance(value, dict):
         expected = '{"noise_spec": {"type": "gaussian", "stddev": 0.1}}' if name == "exploration_spec" else \
@@ -91,7 +98,7 @@ def exploration_spec(exploration: Any, noise_spec: Any, random_process: Any, own
                                hint='give exploration_spec={"noise_spec": {...}} or noise_spec.')
     out = dict(value)
     if out.get("noise_spec") is None:
-        out["noise_spec"] = dict(DEFAULT_NOISE_SPEC)
+        out["noise_spec"] = default
     return out
 
 
@@ -164,3 +171,53 @@ def actor_head_spec(spec: Any, owner: str) -> Dict[str, Any]:
                                hint="DDPG's actor is deterministic: its action layer's output is mapped onto the "
                                     "action bounds (squash_actions), so it takes no activation or parameterization.")
     return dict(spec)
+
+
+def check_action_space(space: Any, algorithm: str, owner: str) -> FloatBox:
+    """`space` if it is one FloatBox with finite bounds, low < high.
+
+    Raises:
+        RLGraphSpecError: Naming `action_space`, for any other space.
+    """
+    where = f"{owner}(action_space)"
+    if not isinstance(space, FloatBox):
+        hint = ("a Dict/Tuple of FloatBoxes is not supported (one noise process covers one FloatBox): "
+                "concatenate the actions into one FloatBox." if isinstance(space, ContainerSpace) else
+                "use DQN for discrete actions, or a continuous version of the environment.")
+        raise RLGraphSpecError(f"{algorithm} needs continuous actions: one bounded FloatBox", where=where,
+                               expected="FloatBox(low, high, shape)", received=str(space), hint=hint)
+    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)) and np.all(space.high > space.low)):
+        raise RLGraphSpecError(f"{algorithm}'s actor maps onto the action bounds, which must be finite with "
+                               "low < high", where=where, received=f"low {space.low}, high {space.high}",
+                               hint="give the FloatBox finite bounds (e.g. rescale the actions to [-1, 1]).")
+    return space
+
+
+def half_range(action: FloatBox, dtype: Any = np.float32) -> np.ndarray:
+    """(high - low) / 2 per action element (the action's shape)."""
+    low, high = (np.broadcast_to(np.asarray(b, dtype), action.shape) for b in (action.low, action.high))
+    return 0.5 * (high - low)
+
+
+def target_smoothing(action: FloatBox, sigma: float, clip: Optional[float]) -> Dict[str, Any]:
+    """`DDPGCore`'s target noise arguments in action units (half-range times sigma and clip); {} for
+    sigma 0 (no smoothing)."""
+    if sigma == 0:
+        return {}
+    half = half_range(action)
+    return dict(target_noise=half * sigma, target_noise_clip=None if clip is None else half * clip)
+
+
+def inverter_bounds(action: FloatBox, p_min: Optional[float], p_max: Optional[float], owner: str) -> tuple:
+    """(p_min, p_max) of gradient inverting, shaped like the action (default: the action bounds).
+
+    Raises:
+        RLGraphSpecError: Unless p_max > p_min everywhere.
+    """
+    shape = action.shape
+    p_min = np.broadcast_to(np.asarray(action.low if p_min is None else p_min, np.float32), shape).copy()
+    p_max = np.broadcast_to(np.asarray(action.high if p_max is None else p_max, np.float32), shape).copy()
+    if not np.all(p_max > p_min):
+        raise RLGraphSpecError("gradient_inverter_max must exceed gradient_inverter_min",
+                               where=f"{owner}(gradient_inverter_max)", received=f"{p_min} and {p_max}")
+    return p_min, p_max

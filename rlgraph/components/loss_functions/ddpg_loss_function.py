@@ -11,6 +11,8 @@ from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 CRITIC_KEYS = ("q_values", "qt_values_sp", "rewards", "terminals")
+# The second critic's keys of twin critics (`num_critics=2`, TD3).
+TWIN_KEYS = ("q_values_2", "qt_values_sp_2")
 ACTOR_KEYS = ("q_values_mu",)
 PARTS = ("critic", "actor")
 
@@ -36,6 +38,14 @@ class DDPGLossFunction(LossFunction):
     constant), whose gradient in mu's variables is the inverted policy gradient; without it the
     surrogate is the actor loss itself.
 
+    Twin critics (`num_critics=2`, TD3's clipped double Q-learning, Fujimoto et al. 2018,
+    https://arxiv.org/abs/1802.09477): the target takes the smaller of the two target critics and
+    both critics regress to it, their losses summed; td stays critic 1's (the priorities):
+
+        y_b   = r_b + discount * (1 - d_b) * min(Q'_1(s'_b, a'_b), Q'_2(s'_b, a'_b))
+        td_b  = y_b - Q_1(s_b, a_b);   td2_b = y_b - Q_2(s_b, a_b)
+        critic_loss = mean_b(w_b * (l(td_b) + l(td2_b))) + critic_regularization * l2
+
     The two parts are evaluated at different parameters in DDPG's update (the actor's Q is the
     critic's after its step), so a loss can be made for one part (`parts`): the agent's core holds
     a "critic-loss" and an "actor-loss" instance, each called once per update with its own record.
@@ -49,6 +59,8 @@ class DDPGLossFunction(LossFunction):
             importance_weights (optional): w [B]; default 1.
             critic_weights_l2: l2 (a scalar) as above; required when critic_regularization > 0,
                 else optional and not read.
+            q_values_2: Q_2(s_t, a_t) of the second critic, [B] (only with num_critics=2, then required).
+            qt_values_sp_2: Q'_2(s_tp1, a'_tp1) of the second target critic, [B] (likewise).
         Actor part:
             q_values_mu: Q(s_t, mu(s_t)) of the critic, [B].
             actions_mu: mu(s_t) [B, ...]: required with `inverter_bounds`, else optional and not read.
@@ -65,12 +77,14 @@ class DDPGLossFunction(LossFunction):
         critic_regularization: The L2 coefficient >= 0.
         inverter_bounds: (p_min, p_max), arrays shaped like one action, or None (no inverting).
         parts: The parts this loss computes from a record: ("critic", "actor") (default), or one.
+        num_critics: 1 (default) or 2 (twin critics, above).
         scope: Default "ddpg-loss-function".
 
     API:
         loss_from_record(record) -> dict (above).
         critic_loss(q_values, qt_values_sp, rewards, terminals, importance_weights=None,
-            critic_weights_l2=None) -> (critic_loss, critic_loss_per_item [B], td_errors [B]).
+            critic_weights_l2=None, q_values_2=None, qt_values_sp_2=None) -> (critic_loss,
+            critic_loss_per_item [B], td_errors [B]) (the last two: twin critics only).
         actor_loss(q_values_mu, actions_mu=None) -> (actor_loss, actor_surrogate, its per-item values [B]).
         loss(q_values, qt_values_sp, rewards, terminals, q_values_mu, importance_weights=None)
             -> (mean of loss_per_item, critic_loss_per_item - q_values_mu [B]): the critic and actor
@@ -88,14 +102,23 @@ class DDPGLossFunction(LossFunction):
     ...     terminals=np.array([False]), q_values_mu=np.array([3.0], np.float32))))
     >>> float(out["td_errors"][0]), float(out["critic_loss"]), float(out["actor_loss"])  # y = 2 + 0.5 * 4
     (3.0, 4.5, -3.0)
+    >>> twin = Dict(q_values=f, q_values_2=f, qt_values_sp=f, qt_values_sp_2=f, rewards=f,
+    ...             terminals=BoolBox(add_batch_rank=True), add_batch_rank=True)
+    >>> test = ComponentTest(DDPGLossFunction(discount=0.5, num_critics=2, parts=("critic",)),
+    ...                      input_spaces=dict(record=twin), backend="pytorch")
+    >>> one = lambda x: np.array([x], np.float32)
+    >>> out = test.test(("loss_from_record", dict(q_values=one(1.0), q_values_2=one(3.0), qt_values_sp=one(4.0),
+    ...     qt_values_sp_2=one(1.0), rewards=one(2.0), terminals=np.array([False]))))
+    >>> float(out["td_errors"][0]), float(out["critic_loss"])  # y = 2 + 0.5 * min(4, 1); 0.5 (1.5^2 + 0.5^2)
+    (1.5, 1.25)
     """
 
     record_keys: Tuple[str, ...] = CRITIC_KEYS + ACTOR_KEYS
-    optional_record_keys: Tuple[str, ...] = ("importance_weights", "critic_weights_l2", "actions_mu")
+    optional_record_keys: Tuple[str, ...] = ("importance_weights", "critic_weights_l2", "actions_mu") + TWIN_KEYS
 
     def __init__(self, discount: float = 0.99, huber_delta: Optional[float] = None, critic_regularization: float = 0.0,
                  inverter_bounds: Optional[Tuple[Any, Any]] = None, parts: Sequence[str] = PARTS,
-                 scope: str = "ddpg-loss-function", **kwargs):
+                 num_critics: int = 1, scope: str = "ddpg-loss-function", **kwargs):
         super().__init__(discount=discount, scope=scope, **kwargs)
         owner = type(self).__name__
         if huber_delta is not None and (not _is_number(huber_delta) or not huber_delta > 0):
@@ -107,6 +130,10 @@ class DDPGLossFunction(LossFunction):
         if isinstance(parts, str) or not parts or any(p not in PARTS for p in parts) or len(set(parts)) != len(parts):
             raise RLGraphSpecError("parts must name the parts this loss computes", where=f"{owner}(parts)",
                                    expected='("critic", "actor"), ("critic",) or ("actor",)', received=repr(parts))
+        if isinstance(num_critics, bool) or num_critics not in (1, 2):
+            raise RLGraphSpecError("num_critics must be 1 or 2 (twin critics)", where=f"{owner}(num_critics)",
+                                   expected="1 or 2", received=repr(num_critics))
+        self.num_critics = int(num_critics)
         self.huber_delta = None if huber_delta is None else float(huber_delta)
         self.critic_regularization = float(critic_regularization)
         self.inverter_bounds = None
@@ -120,7 +147,7 @@ class DDPGLossFunction(LossFunction):
         # This instance's keys (the class attributes list those of both parts).
         required, optional = [], []
         if "critic" in self.parts:
-            required += CRITIC_KEYS
+            required += CRITIC_KEYS + (TWIN_KEYS if self.num_critics == 2 else ())
             optional.append("importance_weights")
             (required if self.critic_regularization > 0 else optional).append("critic_weights_l2")
         if "actor" in self.parts:
@@ -137,7 +164,8 @@ class DDPGLossFunction(LossFunction):
         if "critic" in self.parts:
             out["critic_loss"], out["critic_loss_per_item"], out["td_errors"] = self._graph_fn_critic(
                 values["q_values"], values["qt_values_sp"], values["rewards"], values["terminals"],
-                values["importance_weights"], values["critic_weights_l2"])
+                values["importance_weights"], values["critic_weights_l2"], values.get("q_values_2"),
+                values.get("qt_values_sp_2"))
         if "actor" in self.parts:
             out["actor_loss"], out["actor_surrogate"], out["actor_surrogate_per_item"] = self._graph_fn_actor(
                 values["q_values_mu"], values["actions_mu"])
@@ -146,13 +174,17 @@ class DDPGLossFunction(LossFunction):
     # --- The positional API ----------------------------------------------------------------------
     @rlgraph_api(must_be_complete=False)
     def critic_loss(self, q_values, qt_values_sp, rewards, terminals, importance_weights=None,
-                    critic_weights_l2=None):
+                    critic_weights_l2=None, q_values_2=None, qt_values_sp_2=None):
         if self.critic_regularization > 0 and critic_weights_l2 is None:
             raise RLGraphError("critic_regularization > 0 needs the critic weights' l2",
                                where=f"{self.global_scope}.critic_loss(critic_weights_l2)",
                                expected="the sum of the squares of the critic's trainable variables", received=None)
+        if self.num_critics == 2 and (q_values_2 is None or qt_values_sp_2 is None):
+            raise RLGraphError("twin critics need the second critic's values",
+                               where=f"{self.global_scope}.critic_loss(q_values_2)",
+                               expected="q_values_2 and qt_values_sp_2 [B]", received=None)
         return self._graph_fn_critic(q_values, qt_values_sp, rewards, terminals, importance_weights,
-                                     critic_weights_l2)
+                                     critic_weights_l2, q_values_2, qt_values_sp_2)
 
     @rlgraph_api(must_be_complete=False)
     def actor_loss(self, q_values_mu, actions_mu=None):
@@ -173,11 +205,12 @@ class DDPGLossFunction(LossFunction):
     # --- Graph functions ---------------------------------------------------------------------------
     @graph_fn(returns=3)
     def _graph_fn_critic(self, q_values, qt_values_sp, rewards, terminals, importance_weights=None,
-                         critic_weights_l2=None):
+                         critic_weights_l2=None, q_values_2=None, qt_values_sp_2=None):
         """(critic loss, critic loss per item [B], td [B]) of the class docstring (the L2 term only
-        with `critic_weights_l2`)."""
+        with `critic_weights_l2`, the twin terms only with the second critic's values)."""
         maths = _critic_tf if get_backend() == "tf" else _critic_torch
-        return maths(self, q_values, qt_values_sp, rewards, terminals, importance_weights, critic_weights_l2)
+        return maths(self, q_values, qt_values_sp, rewards, terminals, importance_weights, critic_weights_l2,
+                     q_values_2, qt_values_sp_2)
 
     @graph_fn(returns=3)
     def _graph_fn_actor(self, q_values_mu, actions_mu=None):
@@ -216,11 +249,15 @@ def _td_loss(td, delta: Optional[float], abs_fn, min_fn):
     return 0.5 * quadratic * quadratic + delta * (abs_td - quadratic)
 
 
-def _critic_tf(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2):
+def _critic_tf(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2, q2_t=None, qt2_tp1=None):
     import tensorflow as tf
+    if qt2_tp1 is not None:
+        qt_tp1 = tf.minimum(qt_tp1, qt2_tp1)
     y = tf.stop_gradient(r_t + loss.discount * (1.0 - tf.cast(d_t, q_t.dtype)) * qt_tp1)
     td = y - q_t
     per_item = _td_loss(td, loss.huber_delta, tf.abs, tf.minimum)
+    if q2_t is not None:
+        per_item += _td_loss(y - q2_t, loss.huber_delta, tf.abs, tf.minimum)
     if w is not None:
         per_item = tf.cast(w, per_item.dtype) * per_item
     critic_loss = tf.reduce_mean(per_item)
@@ -229,11 +266,16 @@ def _critic_tf(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2):
     return critic_loss, per_item, tf.stop_gradient(td)
 
 
-def _critic_torch(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2):
+def _critic_torch(loss: DDPGLossFunction, q_t, qt_tp1, r_t, d_t, w, l2, q2_t=None, qt2_tp1=None):
     import torch
+    if qt2_tp1 is not None:
+        qt_tp1 = torch.minimum(qt_tp1, qt2_tp1)
     y = (r_t + loss.discount * (1.0 - d_t.to(q_t.dtype)) * qt_tp1).detach()
     td = y - q_t
-    per_item = _td_loss(td, loss.huber_delta, torch.abs, lambda x, c: torch.clamp(x, max=c))
+    clamp = lambda x, c: torch.clamp(x, max=c)  # noqa: E731
+    per_item = _td_loss(td, loss.huber_delta, torch.abs, clamp)
+    if q2_t is not None:
+        per_item = per_item + _td_loss(y - q2_t, loss.huber_delta, torch.abs, clamp)
     if w is not None:
         per_item = w.to(per_item.dtype) * per_item
     critic_loss = per_item.mean()
