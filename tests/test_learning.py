@@ -3,8 +3,8 @@
 Seeds run in parallel worker processes (one per core, each with one backend thread), so the
 CartPole tests take a few minutes on a 2-core machine. Each test prints, per seed, the step at
 which the greedy evaluation first reached the target and the wall time. A test stops its seeds once
-its verdict is known (see `_run_seeds`): "4 of 5" runs the fifth seed only when one of the first
-four fails.
+its verdict is known (see `_run_seeds`): "3 of 4" runs the fourth seed only when one of the first
+three fails. The 20-seed study of the same config is in docs/performance.md.
 """
 import multiprocessing
 import os
@@ -28,7 +28,7 @@ def _run(config, backend, seed, overrides):
 def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
     """Trains one run per seed in spawned processes (one per core) until the verdict is known: `required`
     seeds (default: all) reached the target, or so many failed that they no longer can. A seed starts
-    only while the seeds solved and running are fewer than `required` (so "4 of 5" starts the fifth
+    only while the seeds solved and running are fewer than `required` (so "3 of 4" starts the fourth
     seed only after a failure): the test passes or fails exactly as it would after every seed. A
     worker process that dies fails the test (BrokenProcessPool). Returns, per seed in order, True
     (solved), False (not solved) or None (not needed for the verdict). `run` replaces `_run` (tests of
@@ -66,11 +66,12 @@ def test_dqn_solves_grid_world_4x4(backend):
 
 
 def test_dqn_cartpole_pytorch():
-    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 4 of 5 seeds (the
-    fifth seed runs only when one of the first four fails)."""
-    solved = _run_seeds("configs/dqn_cartpole.json", "pytorch", [1, 2, 3, 4, 5],
-                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=4)
-    assert sum(map(bool, solved)) >= 4, solved
+    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 3 of 4 seeds (the
+    fourth seed runs only when one of the first three fails). Measured: seeds 1 to 4 reached the
+    target at step 35,000, 30,000, 30,000 and 32,500 (40-50 CPU seconds each)."""
+    solved = _run_seeds("configs/dqn_cartpole.json", "pytorch", [1, 2, 3, 4],
+                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=3)
+    assert sum(map(bool, solved)) >= 3, solved
 
 
 def test_dqn_cartpole_tf():
