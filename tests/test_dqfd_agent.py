@@ -6,14 +6,12 @@ test (pre-training on a scripted expert's GridWorld demonstrations alone solves 
 Every test body runs on both backends (the `backend` fixture). Agents: FloatBox(4) states, IntBox(3)
 actions, one linear hidden layer of 5 units unless a test says otherwise.
 """
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
 
 from agent_helpers import _perturb_target, _random_batch, _target_q
+from seed_pool import map_seeds
 from rlgraph.agents import Agent, DQFDAgent
 from rlgraph.agents.dqfd.agent import _demo_batch_size
 from rlgraph.components import Component
@@ -453,9 +451,7 @@ def test_pre_training_on_demonstrations_alone_solves_grid_world(backend):
     """After update_from_demos alone (no env step of its own) the greedy policy reaches the goal of
     GridWorld 4x4 from every cell where the expert started, for every seed."""
     seeds = [1, 2, 3]
-    context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
-    with ProcessPoolExecutor(max_workers=max(1, min(len(seeds), os.cpu_count() or 1)), mp_context=context) as pool:
-        results = list(pool.map(_pretrain_and_evaluate, [backend] * len(seeds), seeds))
+    results = map_seeds(_pretrain_and_evaluate, [backend] * len(seeds), seeds)  # (Spawned workers, see seed_pool.py.)
     for seed, solved, demos, own in results:
         print(f"DQfD GridWorld 4x4 {backend} seed {seed}: solved {solved} after {PRETRAIN_UPDATES} updates on "
               f"{demos} demonstrations ({own} own transitions)")

@@ -1,17 +1,15 @@
 """Learning tests of the single-impala agent: GridWorld 2x2 and a short CartPole-v1 threshold.
 
-Seeds run in parallel worker processes (spawned, one backend thread each, as in
-tests/test_learning.py). Each test prints, per seed, the update at which the target was reached
-and the wall time.
+Seeds run in parallel worker processes (spawned once and shared by the learning tests, one
+backend thread each, see `seed_pool.py`). Each test prints, per seed, the update at which the
+target was reached and the wall time.
 """
-import multiprocessing
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 import pytest
+from seed_pool import map_seeds
 from test_learning import _run_seeds
 
 pytestmark = pytest.mark.learning
@@ -117,17 +115,11 @@ def _report(name, results):
               f"(mean training return {mean_return:.1f}, {wall:.1f} s)")
 
 
-def _in_processes(fn, workers, *args_per_seed):
-    context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(fn, *args_per_seed))
-
-
 @pytest.mark.parametrize("backend", ["pytorch", "tf"])
 def test_single_impala_learns_grid_world_2x2(backend):
     """Within 150 updates, every seed prefers down at the start and goes right (> 0.99) below it."""
     seeds = [1, 2, 3]
-    results = _in_processes(_grid_world, min(len(seeds), os.cpu_count() or 1), [backend] * 3, seeds)
+    results = map_seeds(_grid_world, [backend] * 3, seeds)
     for seed, update, probs, wall in results:
         print(f"grid-world 2x2 {backend} seed {seed}: {'reached at update ' + str(update) if update else 'not reached'}"
               f" (pi(.|0), pi(.|2) = {probs}, {wall:.1f} s)")
@@ -147,6 +139,6 @@ def test_single_impala_cartpole_pytorch():
 def test_single_impala_cartpole_tf():
     """One TF seed with asynchronous actors reaches a mean training return >= 100 within 500 updates
     (seeds 1, 2, 3 took 136-146 updates, 20-26 s, running together)."""
-    results = _in_processes(_cartpole, 1, ["tf"], [1], [100.0], [500], [False])
+    results = map_seeds(_cartpole, ["tf"], [1], [100.0], [500], [False])
     _report("cartpole tf", results)
     assert results[0][1] is not None, results

@@ -1,16 +1,16 @@
 """Learning tests: DQN solves GridWorld 4x4 and CartPole-v1 with the shipped configs.
 
-Seeds run in parallel worker processes (one per core, each with one backend thread), so the
-CartPole tests take a few minutes on a 2-core machine. Each test prints, per seed, the step at
-which the greedy evaluation first reached the target and the wall time. A test stops its seeds once
+Seeds run in parallel worker processes (one per core, each with one backend thread; spawned once
+and shared by every learning test, see `seed_pool.py`), so the CartPole tests take a few minutes on
+a 2-core machine. Each test prints, per seed, the step at which the greedy evaluation first reached
+the target and the wall time. A test stops its seeds once
 its verdict is known (see `_run_seeds`): "3 of 4" runs the fourth seed only when one of the first
 three fails. The 20-seed study of the same config is in docs/performance.md.
 """
-import multiprocessing
-import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 
 import pytest
+from seed_pool import discard_if_broken, pool_size, seed_pool
 
 from rlgraph.execution.training import train
 
@@ -26,22 +26,23 @@ def _run(config, backend, seed, overrides):
 
 
 def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
-    """Trains one run per seed in spawned processes (one per core) until the verdict is known: `required`
-    seeds (default: all) reached the target, or so many failed that they no longer can. A seed starts
-    only while the seeds solved and running are fewer than `required` (so "3 of 4" starts the fourth
-    seed only after a failure): the test passes or fails exactly as it would after every seed. A
-    worker process that dies fails the test (BrokenProcessPool). Returns, per seed in order, True
-    (solved), False (not solved) or None (not needed for the verdict). `run` replaces `_run` (tests of
-    this function)."""
+    """Trains one run per seed in the shared seed workers (`seed_pool.py`: spawned processes, one per
+    core) until the verdict is known: `required` seeds (default: all) reached the target, or so many
+    failed that they no longer can. A seed starts only while the seeds solved and running are fewer
+    than `required` (so "3 of 4" starts the fourth seed only after a failure): the test passes or
+    fails exactly as it would after every seed. Seeds still running then (only after failures)
+    finish before it returns. A worker process that dies fails the test (BrokenProcessPool).
+    Returns, per seed in order, True (solved), False (not solved) or None (not needed for the
+    verdict). `run` replaces `_run` (tests of this function)."""
     required = len(seeds) if required is None else required
-    workers = max(1, min(len(seeds), os.cpu_count() or 1))
-    context = multiprocessing.get_context("spawn")  # No forked TF/torch state.
+    workers = max(1, min(len(seeds), pool_size()))
     waiting, running, results = list(seeds), {}, {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    try:
+        pool = seed_pool()
         while True:
             solved = sum(results.values())
             if solved >= required or len(results) - solved > len(seeds) - required:
-                break  # Seeds still running (only after failures) finish when the pool shuts down.
+                break
             while waiting and len(running) < workers and solved + len(running) < required:
                 seed = waiting.pop(0)
                 running[pool.submit(run or _run, config, backend, seed, overrides)] = seed
@@ -52,6 +53,10 @@ def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
                 results[seed] = solved_at is not None
                 print(f"{config} {backend} seed {seed}: target reached at step {solved_at} (best evaluation "
                       f"{best:.1f}, {steps} steps, {wall:.1f} s)")
+        wait(running)  # (The workers are free for the next test.)
+    except BaseException as error:
+        discard_if_broken(error)
+        raise
     for seed in seeds:
         if seed not in results:
             print(f"{config} {backend} seed {seed}: not needed for the verdict")
@@ -98,3 +103,53 @@ def test_seed_runs_stop_once_the_verdict_is_known(outcomes, required, allowed):
     2 of 3 stops after two failures or two successes (whatever the core count and the order runs end in)."""
     result = _run_seeds(outcomes, "pytorch", sorted(outcomes), required=required, run=_scripted_run)
     assert result in allowed
+
+
+def _fingerprint(backend, seed):
+    """An MD5 of the weights of a DQN CartPole agent after 300 env steps with 8 updates."""
+    import hashlib
+    import json
+
+    import numpy as np
+
+    from rlgraph.agents import Agent
+    from rlgraph.environments import Environment
+    with open("configs/dqn_cartpole.json") as handle:
+        config = json.load(handle)
+    env = Environment.from_spec(config.pop("environment_spec"))
+    config.pop("training_spec")
+    config["execution_spec"] = {"seed": seed, "torch_num_threads": 1, "tf_num_threads": 1, "max_timesteps": 300}
+    config["update_spec"] = dict(config["update_spec"], steps_before_update=32, update_interval=32, update_steps=1)
+    agent = Agent.from_spec(config, state_space=env.state_space, action_space=env.action_space, backend=backend)
+    env.seed(seed)
+    state = env.reset()
+    for step in range(300):
+        action = agent.get_action(state)
+        next_state, reward, terminal, _ = env.step(action)
+        agent.observe(state, action, None, reward, next_state, terminal)
+        state = env.reset() if terminal else next_state
+        if step % 32 == 31:
+            agent.update()
+    weights = agent.get_weights()
+    digest = hashlib.md5()
+    for name in sorted(weights):
+        digest.update(np.ascontiguousarray(weights[name]).tobytes())
+    env.terminate()
+    return digest.hexdigest()
+
+
+def _fingerprint_after_another_run(backend, seed):
+    _fingerprint(backend, seed + 1)
+    return _fingerprint(backend, seed)
+
+
+def test_seed_runs_in_a_reused_worker_equal_a_fresh_process():
+    """The shared seed workers are reused across tests: a run there gives exactly the weights that
+    the same run gives in a newly spawned process (both backends), even after another run."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    backends = ["pytorch", "tf"]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as fresh:
+        expected = list(fresh.map(_fingerprint, backends, [1, 1]))
+    reused = list(seed_pool().map(_fingerprint_after_another_run, backends, [1, 1]))
+    assert reused == expected
