@@ -575,6 +575,18 @@ def test_workload_replay_sizes_match_the_shards(pytorch):
         assert result["replay_sizes"] == [s["size"] for s in executor.replay_statistics()]
 
 
+def test_the_agent_memory_spec_is_reported_as_unused(pytorch, caplog):
+    """A top-level memory_spec (original RLgraph Ape-X configs have one) is not the replay under the
+    executor: the build log says so and names the shards' memory instead; the learner's own
+    placeholder memory (capacity 1, never sampled) brings no batch-size warning."""
+    config = _config(pytorch, memory_spec={"type": "prioritized-replay", "capacity": 50})
+    with caplog.at_level(logging.INFO, logger="rlgraph.execution.ray.apex.apex_executor"), _executor(config):
+        pass
+    assert ["Ape-X: the agent config's memory_spec is not used here: the replay is 1 shard(s) of "
+            "apex_replay_spec.memory_spec (mem-prioritized-replay, capacity 1000 each)."] == [
+        r.getMessage() for r in caplog.records if "memory_spec" in r.getMessage() or "capacity" in r.getMessage()]
+
+
 def test_inline_runs_are_deterministic(backend):
     runs = []
     for _ in range(2):

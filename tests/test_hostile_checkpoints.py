@@ -2,10 +2,12 @@
 bombs, aliased and improper manifest names, counters and random states out of range, a directory
 swapped during the load, and `load_model` of a directory of checkpoints. Each crafted checkpoint is
 refused with `RLGraphCheckpointError` and leaves the agent exactly as it was."""
+import errno
 import hashlib
 import io
 import json
 import os
+import pickle
 import shutil
 import threading
 import zipfile
@@ -18,8 +20,8 @@ from rlgraph.agents import Agent
 from rlgraph.agents import agent_checkpoints
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.spaces import Dict, FloatBox, IntBox
-from rlgraph.utils.checkpoint_dir import replace_directory
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+from rlgraph.utils.checkpoint_dir import replace_directory, verify_checkpoint
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphCheckpointWriteError
 
 SPEC = {"type": "dqn", "network_spec": [{"type": "dense", "units": 4}], "dueling_q": False,
         "memory_spec": {"type": "replay-memory", "capacity": 8}, "observe_spec": {"buffer_size": 4}}
@@ -323,3 +325,31 @@ def test_load_model_of_a_directory_loads_its_newest_checkpoint(tmp_path, backend
     assert sorted(os.listdir(tmp_path / "run")) == [".step-20.tmp-1-abcd", "notes", "step-11", "step-2"]
     os.makedirs(tmp_path / "empty")
     _assert_refused(victim, str(tmp_path / "empty"), "no checkpoint in")
+
+
+# --- store_model on a full disk ---------------------------------------------------------------------
+def test_store_model_on_a_full_disk_is_a_checkpoint_error_and_keeps_the_previous_checkpoint(
+        tmp_path, backend, monkeypatch):
+    """A direct `store_model` whose write fails with ENOSPC raises `RLGraphCheckpointWriteError`: an
+    `RLGraphCheckpointError` that says the disk is full, names the method and the path, and is also
+    the `OSError` (errno ENOSPC) for code that handles those; the checkpoint that was at the path
+    is intact and no temporary directory is left."""
+    agent, path = _stored(backend, tmp_path / "ckpt", steps=3)
+    before = {name: os.path.getsize(os.path.join(path, name)) for name in os.listdir(path)}
+    _observe(agent, 2, seed=5)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "agent_state.json")
+    monkeypatch.setattr(agent_checkpoints, "write_json", full)
+    with pytest.raises(RLGraphCheckpointWriteError) as info:
+        agent.store_model(path, add_timestep=False, extra_files={"note.json": {"a": 1}})
+    error = info.value
+    assert isinstance(error, RLGraphCheckpointError) and isinstance(error, OSError)
+    assert error.errno == errno.ENOSPC and error.filename == "agent_state.json"
+    assert str(error).startswith(f"{agent.name}.store_model: cannot write the checkpoint {path}: the disk is full")
+    assert "free space on its disk" in str(error)
+    copy = pickle.loads(pickle.dumps(error))  # (Errors cross process boundaries on Ray.)
+    assert str(copy) == str(error) and copy.errno == errno.ENOSPC
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    assert {name: os.path.getsize(os.path.join(path, name)) for name in os.listdir(path)} == before
+    verify_checkpoint(path, None, "test")

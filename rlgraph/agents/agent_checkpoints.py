@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Optional
 from rlgraph.agents.agent_state import load_agent_state, restore_rng, save_agent_state
 from rlgraph.utils.checkpoint_dir import CheckpointWriter, write_json
 from rlgraph.utils.checkpoint_files import newest_checkpoint, read_checkpoint
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphCheckpointWriteError, RLGraphError
+from rlgraph.utils.run_logs import DISK_FULL, write_error
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ class AgentCheckpoints:
 
         Raises:
             RLGraphCheckpointError: If `path` is a file or a directory with other files in it.
+            RLGraphCheckpointWriteError: If the file system refuses a file (a full disk: it says
+                so); also the `OSError` (same errno). A checkpoint that was at `path` is intact.
         """
         path = path or self.saver_spec["directory"]
         if path is None:
@@ -59,14 +62,23 @@ class AgentCheckpoints:
             path = os.path.join(path, f"step-{self.timesteps}")
         executor = self._executor()
         save_replay = self.saver_spec["save_replay"] if save_replay is None else bool(save_replay)
-        with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{self.name}.store_model") as writer:
-            executor.store_model(writer.path("model"), exclude=() if save_replay else self._replay_variable_names())
-            save_agent_state(writer.root, self)
-            self._save_files(writer.root, save_replay=save_replay)
-            for name, value in (extra_files or {}).items():
-                write_json(writer.path(name), value, allow_nan=True)
-            return writer.commit(self.timesteps, extra={"agent_type": type(self).__name__,
-                                                        "backend": self.backend, "replay": save_replay})
+        try:
+            with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{self.name}.store_model") as writer:
+                executor.store_model(writer.path("model"),
+                                     exclude=() if save_replay else self._replay_variable_names())
+                save_agent_state(writer.root, self)
+                self._save_files(writer.root, save_replay=save_replay)
+                for name, value in (extra_files or {}).items():
+                    write_json(writer.path(name), value, allow_nan=True)
+                return writer.commit(self.timesteps, extra={"agent_type": type(self).__name__,
+                                                            "backend": self.backend, "replay": save_replay})
+        except OSError as error:
+            if isinstance(error, RLGraphError):
+                raise
+            fix = "free space on its disk" if error.errno in DISK_FULL else "fix the cause"
+            raise write_error(error, f"the checkpoint {path}", f"{self.name}.store_model",
+                              f"{fix} and store again; a checkpoint that was at this path is intact.",
+                              RLGraphCheckpointWriteError) from error
 
     def load_model(self, path: Optional[str] = None) -> None:
         """Restores a `store_model` checkpoint into this (built) agent.

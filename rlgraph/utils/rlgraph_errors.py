@@ -138,6 +138,26 @@ class RLGraphCheckpointError(RLGraphError):
     """A checkpoint or exported model cannot be written, read, or does not fit the graph."""
 
 
+class RLGraphCheckpointWriteError(RLGraphCheckpointError, OSError):
+    """The file system refused a checkpoint's files (a full disk, a quota, a read-only directory).
+
+    It is also the `OSError` it reports (the same `errno`, `strerror` and `filename`), so code
+    that handles file-system errors (e.g. the run directory's "free space, then --resume" report)
+    still sees one."""
+
+    def __str__(self) -> str:
+        return self._compose()  # (OSError's own text would replace the message.)
+
+    def __reduce__(self):
+        return _rebuild_os_error, (type(self), self.__dict__.copy(), self.errno, self.strerror, self.filename)
+
+
+def _rebuild_os_error(cls, state, errno_, strerror, filename):
+    error = _rebuild_error(cls, state)
+    error.errno, error.strerror, error.filename = errno_, strerror, filename
+    return error
+
+
 class RLGraphExportError(RLGraphError):
     """A policy cannot be exported (an unknown format, a policy the format cannot express, a
     missing exporter package), or the exported file does not reproduce the agent's actions."""

@@ -195,7 +195,10 @@ def write_error(error: OSError, what: str, where: str, hint: Optional[str] = Non
     reason = error.strerror or str(error)
     if error.errno in DISK_FULL:
         reason = f"the disk is full ({reason})"
-    return error_class(f"cannot write {what}: {reason}", where=where, hint=hint)
+    result = error_class(f"cannot write {what}: {reason}", where=where, hint=hint)
+    if isinstance(result, OSError):  # (E.g. RLGraphCheckpointWriteError: the OSError's fields too.)
+        result.errno, result.strerror, result.filename = error.errno, error.strerror, error.filename
+    return result
 
 
 def _parse_cell(text: str) -> Any:

@@ -7,6 +7,10 @@ import numpy as np
 
 from rlgraph.agents.dqn.agent import DQNAgent
 
+# The memory of the learner's agent under `ApexExecutor`: a placeholder, never sampled (the replay
+# shards hold the transitions).
+LEARNER_MEMORY_SPEC = {"type": "mem-prioritized-replay", "capacity": 1}
+
 
 class ApexAgent(DQNAgent):
     """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): DQN whose replay memory and
@@ -35,6 +39,10 @@ class ApexAgent(DQNAgent):
         kwargs.setdefault("double_q", True)
         kwargs.setdefault("dueling_q", True)
         super().__init__(memory_spec=memory_spec or {"type": "prioritized-replay", "capacity": 1000}, **kwargs)
+
+    def _check_batch_fits_memory(self) -> None:
+        if self.memory_spec != LEARNER_MEMORY_SPEC:  # (An executor's learner never samples its placeholder.)
+            super()._check_batch_fits_memory()
 
     def get_priorities(self, records: dict) -> np.ndarray:
         """|TD error| [B] float32 of a record (states preprocessed), without updating anything."""

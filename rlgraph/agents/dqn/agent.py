@@ -63,12 +63,16 @@ class DQNAgent(ReplayAgentMixin, Agent):
         self.last_memory_batch = None
         self.last_q_table = None
         super().__init__(**kwargs)
+        self._check_batch_fits_memory()
+
+    def _check_batch_fits_memory(self) -> None:
+        """Warns when update_spec.batch_size exceeds the memory's capacity (sampling is with
+        replacement, so updates run; but every batch then repeats records)."""
         capacity = memory_capacity(self.root_component.memory, self.replay)
         if self.update_spec["batch_size"] > capacity:
-            # Sampling is with replacement, so this runs; but every batch then repeats records.
             logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
-                           "repeats records. Lower the batch size or raise memory_spec.capacity.", owner,
-                           self.update_spec["batch_size"], capacity)
+                           "repeats records. Lower the batch size or raise memory_spec.capacity.",
+                           type(self).__name__, self.update_spec["batch_size"], capacity)
 
     def _n_step(self) -> int:
         return self.n_step

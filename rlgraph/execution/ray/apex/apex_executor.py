@@ -19,9 +19,6 @@ from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
-# The learner's agent keeps no replay of its own: the shards hold it.
-LEARNER_MEMORY_SPEC = {"type": "mem-prioritized-replay", "capacity": 1}
-
 
 class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
     """Ape-X (Horgan et al. 2018, https://arxiv.org/abs/1803.00933): many actors act with
@@ -118,6 +115,11 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         self._init_pacing()
         self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
                                       capacity=max(1, self.replay_spec["memory_spec"]["capacity"] // num_shards))
+        if self.agent_config.get("memory_spec") is not None:
+            logger.info("Ape-X: the agent config's memory_spec is not used here: the replay is %d shard(s) of "
+                        "apex_replay_spec.memory_spec (%s, capacity %d each).", num_shards,
+                        self.shard_memory_spec.get("type", "mem-prioritized-replay"),
+                        self.shard_memory_spec["capacity"])
         self.shard_min_size = max(self.replay_spec["min_sample_memory_size"] // num_shards, 1)
         self.snapshot_dir = None
         if self.replay_spec["snapshot_interval"]:
@@ -145,6 +147,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         Raises:
             RLGraphSpecError: For a malformed ray_spec.
         """
+        from rlgraph.agents.apex.agent import LEARNER_MEMORY_SPEC
         from rlgraph.execution.ray.specs import split_ray_spec
         config = split_ray_spec(agent_config)[0] if "ray_spec" in (agent_config.get("execution_spec") or {}) \
             else copy.deepcopy(agent_config)
