@@ -3,9 +3,9 @@
 Seeds run in parallel worker processes (one per core, each with one backend thread; spawned once
 and shared by every learning test, see `seed_pool.py`), so the CartPole tests take a few minutes on
 a 2-core machine. Each test prints, per seed, the step at which the greedy evaluation first reached
-the target and the wall time. A test stops its seeds once
-its verdict is known (see `_run_seeds`): "3 of 4" runs the fourth seed only when one of the first
-three fails. The 20-seed study of the same config is in docs/performance.md.
+the target and the wall time. A test stops its seeds once its verdict is known (see `_run_seeds`):
+"3 of 4" runs the fourth seed only when one of the first three fails. The 20-seed study of the same
+config is in docs/performance.md.
 """
 from concurrent.futures import FIRST_COMPLETED, wait
 
