@@ -77,6 +77,34 @@ def test_single_impala_config_without_ray_spec_trains(tmp_path, backend):
     assert state["env_timesteps"] == 1000
 
 
+def test_a_failed_distributed_run_closes_its_logs(tmp_path, monkeypatch):
+    """A distributed run that fails after its first chunk raises that error, with its logs closed
+    as a single-process run leaves them: the logged episodes in episodes.csv and the curve drawn."""
+    config = {"type": "single-impala", "backend": "pytorch", "num_workers": 2, "num_worker_environments": 2,
+              "worker_sample_size": 10, "fifo_queue_spec": {"capacity": 16},
+              "network_spec": [{"type": "dense", "units": 8}], "update_spec": {"batch_size": 4},
+              "environment_spec": CARTPOLE, "training_spec": {"num_timesteps": 1000, "log_interval": 250}}
+    workload = IMPALAExecutor.execute_workload
+    calls = []
+
+    def fail_second(executor, spec):
+        calls.append(spec)
+        if len(calls) == 2:
+            raise RuntimeError("the cluster went away")
+        return workload(executor, spec)
+    monkeypatch.setattr(IMPALAExecutor, "execute_workload", fail_second)
+    try:
+        train(config, seed=4, output_dir=str(tmp_path), progress=False)
+    except RuntimeError as error:
+        assert str(error) == "the cluster went away"
+    else:
+        raise AssertionError("the run did not fail")
+    with open(tmp_path / "episodes.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and all(row["step"] == "280" for row in rows)  # (The first chunk: 7 rounds of 40 steps.)
+    assert (tmp_path / "learning_curve.png").stat().st_size > 1000
+
+
 def test_the_shipped_config_is_read_as_distributed():
     resolved = resolve_config("configs/impala_cartpole.json", overrides=[INLINE])
     assert is_distributed(resolved) and executor_class(resolved) is IMPALAExecutor

@@ -83,7 +83,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             "worker_spec": {"num_worker_environments": agent_config.get("num_worker_environments", 1)}}))
     start = time.perf_counter()
     executor = executor_class(config)(env_spec, agent_config, ray_address=ray_address)
-    evaluator = bar = None
+    evaluator = bar = logs = None
     try:
         agent = executor.local_agent
         if spec["evaluation_interval"]:
@@ -131,6 +131,12 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
         if logs:
             summary.update(logs.finish(executor.store_checkpoint))
         return summary
+    except BaseException as error:
+        # As a single-process run: every logged episode on disk and the curve drawn (what fails while
+        # closing is noted on `error`, not raised over it).
+        if logs:
+            logs.close_after_failure(error)
+        raise
     finally:
         if bar is not None:
             bar.close()
