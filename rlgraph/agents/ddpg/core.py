@@ -196,7 +196,9 @@ class DDPGCore(AgentCore):
     def _target_actions(self, preprocessed_states):
         """a' = mu'(s'), with the target policy smoothing if `target_noise` is set."""
         actions = self.target_actor.get_action(preprocessed_states)
-        return actions if self.target_noise is None else self._graph_fn_smoothed(actions)
+        if self.target_noise is None:
+            return actions
+        return self._graph_fn_clip_to_bounds(self._graph_fn_add_target_noise(actions))
 
     def _reset_noise(self):
         return self.exploration.noise.reset()
@@ -255,28 +257,20 @@ class DDPGCore(AgentCore):
         if get_backend() == "tf":
             import tensorflow as tf
             return tf.clip_by_value(actions, self.action_low, self.action_high)
-        import torch
-        low, high = (torch.as_tensor(b, dtype=actions.dtype) for b in (self.action_low, self.action_high))
-        return torch.minimum(torch.maximum(actions, low), high)
+        return _clip_torch(actions, self.action_low, self.action_high)
 
     @graph_fn
-    def _graph_fn_smoothed(self, actions):
-        """TD3's target policy smoothing: clip(a + clip(eps, -c, c), low, high), eps ~ N(0, sigma^2)
-        drawn per item and element [B, *action_shape]."""
+    def _graph_fn_add_target_noise(self, actions):
+        """a + clip(eps, -c, c), eps ~ N(0, sigma^2) drawn per item and element [B, *action_shape]
+        (TD3's target policy smoothing, before the clip to the bounds)."""
         sigma, bound = self.target_noise, self.target_noise_clip
         if get_backend() == "tf":
             import tensorflow as tf
             eps = tf.random.normal(tf.shape(actions), dtype=actions.dtype) * sigma
-            if bound is not None:
-                eps = tf.clip_by_value(eps, -bound, bound)
-            return tf.clip_by_value(actions + eps, self.action_low, self.action_high)
+            return actions + (eps if bound is None else tf.clip_by_value(eps, -bound, bound))
         import torch
         eps = torch.randn_like(actions) * torch.as_tensor(sigma, dtype=actions.dtype)
-        if bound is not None:
-            bound = torch.as_tensor(bound, dtype=actions.dtype)
-            eps = torch.minimum(torch.maximum(eps, -bound), bound)
-        low, high = (torch.as_tensor(b, dtype=actions.dtype) for b in (self.action_low, self.action_high))
-        return torch.minimum(torch.maximum(actions + eps, low), high)
+        return actions + (eps if bound is None else _clip_torch(eps, -bound, bound))
 
     @graph_fn
     def _graph_fn_critic_l2(self):
@@ -320,3 +314,10 @@ class _ExternalUpdate(_MemoryUpdate):
         check_record_keys(records, f"{core.global_scope}.{self.__name__}(records)")
         return core._update(records, importance_weights, time_percentage, self.critic_step, self.actor_step,
                             self.sync)
+
+
+def _clip_torch(values, low, high):
+    """`values` clipped elementwise to the numpy bounds `low`, `high` (broadcast)."""
+    import torch
+    low, high = (torch.as_tensor(b, dtype=values.dtype) for b in (low, high))
+    return torch.minimum(torch.maximum(values, low), high)
