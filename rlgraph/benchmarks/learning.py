@@ -40,7 +40,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -53,7 +53,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphError
 # The study's names, wherever they live now (`rlgraph.benchmarks.learning.VARIANTS`, ...).
 __all__ = ["NAME", "SB3", "EVAL_SEED_BASE", "BOOTSTRAP_REPS", "StudyAlgo", "ALGOS", "QUICK", "VARIANTS",
            "parse_seeds", "greedy_returns", "rlgraph_study_config", "run_job", "make_jobs", "run_jobs",
-           "group_name", "summarize", "report", "main"]
+           "read_runs", "group_name", "group_runs", "group_curves", "summarize", "report", "main"]
 
 NAME = "learning"
 BOOTSTRAP_REPS = 2000
@@ -98,26 +98,76 @@ def make_jobs(args: argparse.Namespace, hp: Dict[str, Any]) -> List[dict]:
     return jobs
 
 
-def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str]) -> List[dict]:
-    """Runs `jobs` in `num_jobs` spawned processes; appends each finished run to `log_path` (JSON lines)."""
+def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Callable[[dict], dict] = run_job,
+             label: Callable[[dict], str] = lambda r: f"{r['library']:<15} {r['variant']:<14}",
+             failures: Optional[List[dict]] = None) -> List[dict]:
+    """Runs `run(job)` for each of `jobs` in `num_jobs` spawned processes; appends each finished run's
+    record to `log_path` (JSON lines) at once and prints a line for it, starting with `label(record)`.
+
+    Args:
+        jobs: The jobs (picklable dicts).
+        num_jobs: Processes at once.
+        log_path: The JSON-lines log (None: none).
+        run: One job -> its record (a module-level function: it is pickled into the processes).
+        label: A record -> the start of its printed line.
+        failures: Where a failed run goes as its job plus "error" (never into the log, so a resumed
+            study runs it again); None: a failed run raises.
+
+    Returns:
+        The records of the finished runs, in the order they finished.
+    """
     runs: List[dict] = []
     log = open(log_path, "a") if log_path else None
     try:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=num_jobs, mp_context=context) as pool:
-            futures = {pool.submit(run_job, job): job for job in jobs}
+            futures = {pool.submit(run, job): job for job in jobs}
             for future in as_completed(futures):
-                run = future.result()
-                runs.append(run)
+                try:
+                    record = future.result()
+                except Exception as error:  # noqa: BLE001 - one failed run is reported, the study goes on
+                    if failures is None:
+                        raise
+                    failures.append(dict(futures[future], error=f"{type(error).__name__}: {error}"))
+                    print(f"{label(futures[future])} seed {futures[future]['seed']:>3}: FAILED {failures[-1]['error']}",
+                          flush=True)
+                    continue
+                runs.append(record)
                 if log:
-                    log.write(json.dumps(run) + "\n")
+                    log.write(json.dumps(record) + "\n")
                     log.flush()
-                print(f"{run['library']:<15} {run['variant']:<14} seed {run['seed']:>3}: final {run['final_return']:8.1f}"
-                      f"  auc {run['auc']:8.1f}  to threshold {run['steps_to_threshold']}  "
-                      f"train {run['train_s']:6.1f} s", flush=True)
+                print(f"{label(record)} seed {record['seed']:>3}: final {record['final_return']:8.1f}"
+                      f"  auc {record['auc']:8.1f}  to threshold {record['steps_to_threshold']}  "
+                      f"train {record['train_s']:6.1f} s", flush=True)
     finally:
         if log:
             log.close()
+    return runs
+
+
+def read_runs(paths: Sequence[str], where: str) -> List[dict]:
+    """The run records in JSON results files (their "runs") and `.runs.jsonl` logs.
+
+    A log line that does not parse (the last one of a study cut off while writing) is skipped
+    with a note; `where` names the option in errors.
+    """
+    runs: List[dict] = []
+    for path in paths:
+        try:
+            with open(path) as handle:
+                if not path.endswith(".jsonl"):
+                    runs.extend(json.load(handle)["runs"])
+                    continue
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        runs.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        print(f"{path}:{number}: skipped a line that is no JSON (a run cut off while written?)")
+        except (OSError, ValueError, KeyError) as error:
+            raise RLGraphError(f"cannot read runs from {path!r} ({type(error).__name__}: {error})", where=where,
+                               expected="a results .json with \"runs\" or a .runs.jsonl log") from None
     return runs
 
 
@@ -125,13 +175,22 @@ def group_name(run: dict) -> str:
     return SB3 if run["library"] == SB3 else f"{run['library']}/{run['variant']}"
 
 
-def summarize(runs: List[dict], threshold: float, reps: int = BOOTSTRAP_REPS) -> Dict[str, dict]:
-    """Per group ("rlgraph-pytorch/baseline", "sb3"): IQM and 95% bootstrap CI of the final return
-    and the AUC, median steps to the threshold, the fraction of runs reaching it and the training
-    steps/s; each rlgraph group adds its probability of improvement over SB3 (final return, AUC)."""
+def group_runs(runs: List[dict], group: Callable[[dict], str] = group_name) -> Dict[str, List[dict]]:
+    """{group(run): its runs by seed}, the groups in the order of their first run by seed."""
     groups: Dict[str, List[dict]] = {}
     for run in sorted(runs, key=lambda r: r["seed"]):
-        groups.setdefault(group_name(run), []).append(run)
+        groups.setdefault(group(run), []).append(run)
+    return groups
+
+
+def summarize(runs: List[dict], threshold: Optional[float], reps: int = BOOTSTRAP_REPS,
+              group: Callable[[dict], str] = group_name) -> Dict[str, dict]:
+    """Per group (`group(run)`: "rlgraph-pytorch/baseline", "sb3"): IQM and 95% bootstrap CI of the
+    final return and the AUC, median steps to the threshold, the fraction of runs reaching it, the
+    training steps/s and the median seconds per run (train_s: building and training, evaluations
+    excluded); each other group adds its probability of improvement over SB3 (final return,
+    AUC)."""
+    groups = group_runs(runs, group)
     summary: Dict[str, dict] = {}
     for name, mine in groups.items():
         entry: Dict[str, Any] = {"runs": len(mine), "seeds": [r["seed"] for r in mine]}
@@ -143,6 +202,7 @@ def summarize(runs: List[dict], threshold: float, reps: int = BOOTSTRAP_REPS) ->
         entry["reached_threshold"] = len(reached) / len(mine)
         entry["median_steps_to_threshold"] = float(np.median(reached)) if reached else None
         entry["train_steps_per_s"] = float(np.mean([r["env_steps"] / r["train_s"] for r in mine]))
+        entry["median_train_s"] = float(np.median([r["train_s"] for r in mine]))
         summary[name] = entry
     if SB3 in groups:
         for name, mine in groups.items():
@@ -179,16 +239,21 @@ def report(result: dict, out: Optional[str]) -> dict:
     path = write_results(result, out)
     if path:
         plot = os.path.splitext(path)[0] + ".png"
-        curves = {}
-        for name in summary:
-            mine = sorted((r for r in result["runs"] if group_name(r) == name), key=lambda r: r["seed"])
-            grid = _common_grid(mine)
-            curves[name] = (grid, np.array([_on_grid(r["curve"], grid) for r in mine]))
-        stats.plot_curves_with_ci(curves, plot, title=f"{result['algo']} on {algo.env_id}: mean greedy return, 95% CI",
+        stats.plot_curves_with_ci(group_curves(result["runs"]), plot, title=f"{result['algo']} on {algo.env_id}: mean greedy return, 95% CI",
                                   threshold=algo.threshold)
         result["plot"] = plot
         print(f"wrote {path} and {plot}")
     return result
+
+
+def group_curves(runs: List[dict], group: Callable[[dict], str] = group_name) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
+    """{group: (steps [points], evaluation curves [runs, points])} of `runs`, for `plot_curves_with_ci`."""
+    groups = group_runs(runs, group)
+    curves = {}
+    for name, mine in groups.items():
+        grid = _common_grid(mine)
+        curves[name] = (grid, np.array([_on_grid(r["curve"], grid) for r in mine]))
+    return curves
 
 
 def _common_grid(runs: List[dict]) -> np.ndarray:
@@ -260,13 +325,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
 def _merge(args: argparse.Namespace) -> dict:
     """The summary of the runs in earlier results files (.json results or .runs.jsonl logs)."""
-    runs: List[dict] = []
-    for path in args.merge:
-        with open(path) as handle:
-            if path.endswith(".jsonl"):
-                runs.extend(json.loads(line) for line in handle if line.strip())
-            else:
-                runs.extend(json.load(handle)["runs"])
+    runs = read_runs(args.merge, "rlgraph benchmark learning --merge")
     if not runs:
         raise RLGraphError("no runs in the files", where="rlgraph benchmark learning --merge", received=args.merge)
     algos = {r["algo"] for r in runs}

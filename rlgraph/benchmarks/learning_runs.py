@@ -1,9 +1,13 @@
-"""One run of the learning-quality study (a child process): one library on one seed, trained and evaluated."""
+"""One run of the learning-quality study (a child process): one library on one seed, trained and evaluated.
+
+`evaluated_run`, `train_rlgraph` and `train_sb3` are the study-independent parts, which the zoo
+benchmark (`zoo.py`) runs with its own configs and models.
+"""
 from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -55,40 +59,71 @@ def rlgraph_study_config(job: dict) -> dict:
 
 
 def run_job(job: dict) -> dict:
-    """Trains and evaluates one (library, variant, seed) run; returns its record (curve included)."""
+    """Trains and evaluates one (library, variant, seed) run of the study; returns its record (curve included)."""
+    import importlib
+    algo = ALGOS[job["algo"]]
+    if job["library"] == SB3:
+        def train(evaluate: Callable) -> int:
+            from rlgraph.benchmarks.sb3_peer import quiet_logger
+            module = importlib.import_module(algo.module)
+            model = quiet_logger(module.make_sb3_model(job["hyperparameters"], job["seed"]))
+            return train_sb3(model, lambda states: model.predict(states, deterministic=True)[0], job, evaluate)
+    else:
+        def train(evaluate: Callable) -> int:
+            return train_rlgraph(rlgraph_study_config(job), algo.num_envs, job, evaluate)
+    return evaluated_run(job, algo.env_id, _env_action(algo), algo.threshold, train)
+
+
+def evaluated_run(job: dict, env_id: str, to_env_action: Callable[[Any], Any], threshold: Optional[float],
+                  train: Callable[[Callable], int]) -> dict:
+    """One run: `train(evaluate)` builds and trains its agent or model, calling `evaluate(step, act)`
+    every `job["eval_interval"]` env steps and after the last, and returns the env steps done.
+
+    Args:
+        job: The run's settings: "seed", "eval_episodes" (greedy episodes per evaluation, stepped
+            side by side by `greedy_returns`) and what `train` reads.
+        env_id: The gymnasium id of the evaluation envs.
+        to_env_action: One action of `act`'s batch -> what the env's step takes.
+        threshold: The "solved" return (None: no steps-to-threshold figure).
+        train: The library's training loop (see `train_rlgraph`, `train_sb3`).
+
+    Returns:
+        `job` plus the evaluation curve [(step, mean return)], final_return (the last evaluation),
+        auc, steps_to_threshold, env_steps and the seconds spent training (train_s: building and
+        training, evaluations excluded) and evaluating (eval_s).
+    """
     import gymnasium as gym
     from rlgraph.benchmarks.sb3_peer import torch_state
-    algo = ALGOS[job["algo"]]
-    envs = [gym.make(algo.env_id) for _ in range(job["eval_episodes"])]
-    to_env_action, seed = _env_action(algo), job["seed"]
+    envs = [gym.make(env_id) for _ in range(job["eval_episodes"])]
     curve: List[Tuple[int, float]] = []
     eval_s = [0.0]
 
     def evaluate(step: int, act: Callable) -> None:
         start = time.perf_counter()
-        curve.append((int(step), float(np.mean(greedy_returns(envs, act, to_env_action, seed)))))
+        curve.append((int(step), float(np.mean(greedy_returns(envs, act, to_env_action, job["seed"])))))
         eval_s[0] += time.perf_counter() - start
 
     start = time.perf_counter()
-    with torch_state(1, False):  # rlgraph's executor sets flush-to-zero per call itself; SB3 leaves it off.
-        if job["library"] == SB3:
-            steps_done = _run_sb3(job, algo, evaluate)
-        else:
-            steps_done = _run_rlgraph(job, algo, evaluate)
+    try:
+        with torch_state(1, False):  # rlgraph's executor sets flush-to-zero per call itself; SB3 leaves it off.
+            steps_done = train(evaluate)
+    finally:
+        for env in envs:
+            env.close()
     wall = time.perf_counter() - start
-    for env in envs:
-        env.close()
     steps, returns = [s for s, _ in curve], [r for _, r in curve]
+    reached = None if threshold is None else stats.first_step_reaching(steps, returns, threshold)
     return dict(job, curve=curve, final_return=returns[-1], auc=stats.area_under_curve(steps, returns),
-                steps_to_threshold=stats.first_step_reaching(steps, returns, algo.threshold),
-                env_steps=int(steps_done), train_s=wall - eval_s[0], eval_s=eval_s[0])
+                steps_to_threshold=reached, env_steps=int(steps_done), train_s=wall - eval_s[0], eval_s=eval_s[0])
 
 
-def _run_rlgraph(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
+def train_rlgraph(config: dict, num_envs: int, job: dict, evaluate: Callable) -> int:
+    """Builds rlgraph's agent from `config` and trains it in a `SingleThreadedWorker` on `num_envs`
+    envs (seeded with job["seed"]) for job["steps"] env steps, evaluating every job["eval_interval"]."""
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.training import make_agent_and_env, resolve_config
-    agent, env_spec = make_agent_and_env(resolve_config(rlgraph_study_config(job)))
-    worker = SingleThreadedWorker(agent, env_spec, num_environments=algo.num_envs, seed=job["seed"])
+    agent, env_spec = make_agent_and_env(resolve_config(config))
+    worker = SingleThreadedWorker(agent, env_spec, num_environments=num_envs, seed=job["seed"])
 
     def act(states: np.ndarray) -> Any:
         return agent.get_action(states, use_exploration=False)
@@ -105,14 +140,10 @@ def _run_rlgraph(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
     return done
 
 
-def _run_sb3(job: dict, algo: StudyAlgo, evaluate: Callable) -> int:
-    import importlib
+def train_sb3(model: Any, act: Callable[[np.ndarray], Any], job: dict, evaluate: Callable) -> int:
+    """Trains SB3's `model` for job["steps"] env steps (`model.learn`), evaluating `act` (a batch of
+    raw observations -> actions) every job["eval_interval"] env steps from a callback."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from rlgraph.benchmarks.sb3_peer import quiet_logger
-    model = quiet_logger(importlib.import_module(algo.module).make_sb3_model(job["hyperparameters"], job["seed"]))
-
-    def act(states: np.ndarray) -> Any:
-        return model.predict(states, deterministic=True)[0]
 
     class EvaluateEvery(BaseCallback):
         """Evaluates once num_timesteps passes each multiple of the interval (SB3 counts all envs)."""
