@@ -27,6 +27,9 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
                 "SAC on Pendulum-v1 vs Stable-Baselines3 SAC, rl-zoo hyperparameters, alternating seeds"),
     "learning": ("rlgraph.benchmarks.learning",
                  "seed study of learning quality vs Stable-Baselines3: IQM and bootstrap CIs of final return and AUC"),
+    "zoo": ("rlgraph.benchmarks.zoo",
+            "rl-baselines3-zoo's table (DQN, PPO, A2C, SAC, TD3, DDPG) rerun for rlgraph and Stable-Baselines3 "
+            "over seeds: IQMs with CIs, P(improvement), seconds per run"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",

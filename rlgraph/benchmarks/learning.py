@@ -59,8 +59,9 @@ NAME = "learning"
 BOOTSTRAP_REPS = 2000
 
 
-def parse_seeds(tokens: Sequence[str]) -> List[int]:
-    """Seeds from tokens such as "1..20", "3" (an inclusive range or one seed each)."""
+def parse_seeds(tokens: Sequence[str], where: str = "rlgraph benchmark learning --seeds") -> List[int]:
+    """Seeds from tokens such as "1..20", "3" (an inclusive range or one seed each); `where` names
+    the option in errors."""
     seeds: List[int] = []
     for token in tokens:
         text = str(token)
@@ -74,10 +75,9 @@ def parse_seeds(tokens: Sequence[str]) -> List[int]:
                 seeds.append(int(text))
         except ValueError:
             raise RLGraphError("a seed must be an integer or an inclusive range LOW..HIGH",
-                               where="rlgraph benchmark learning --seeds", received=text) from None
+                               where=where, received=text) from None
     if any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
-        raise RLGraphError("seeds must be distinct integers >= 0", where="rlgraph benchmark learning --seeds",
-                           received=seeds)
+        raise RLGraphError("seeds must be distinct integers >= 0", where=where, received=seeds)
     return seeds
 
 
@@ -100,7 +100,7 @@ def make_jobs(args: argparse.Namespace, hp: Dict[str, Any]) -> List[dict]:
 
 def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Callable[[dict], dict] = run_job,
              label: Callable[[dict], str] = lambda r: f"{r['library']:<15} {r['variant']:<14}",
-             failures: Optional[List[dict]] = None) -> List[dict]:
+             failures: Optional[List[dict]] = None, initializer: Optional[Callable[[], None]] = None) -> List[dict]:
     """Runs `run(job)` for each of `jobs` in `num_jobs` spawned processes; appends each finished run's
     record to `log_path` (JSON lines) at once and prints a line for it, starting with `label(record)`.
 
@@ -112,6 +112,8 @@ def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Call
         label: A record -> the start of its printed line.
         failures: Where a failed run goes as its job plus "error" (never into the log, so a resumed
             study runs it again); None: a failed run raises.
+        initializer: Runs once in each process before its first job (module-level, e.g. imports
+            that no run's time should include).
 
     Returns:
         The records of the finished runs, in the order they finished.
@@ -120,7 +122,7 @@ def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Call
     log = open(log_path, "a") if log_path else None
     try:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=num_jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=num_jobs, mp_context=context, initializer=initializer) as pool:
             futures = {pool.submit(run, job): job for job in jobs}
             for future in as_completed(futures):
                 try:
