@@ -53,7 +53,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphError
 # The study's names, wherever they live now (`rlgraph.benchmarks.learning.VARIANTS`, ...).
 __all__ = ["NAME", "SB3", "EVAL_SEED_BASE", "BOOTSTRAP_REPS", "StudyAlgo", "ALGOS", "QUICK", "VARIANTS",
            "parse_seeds", "greedy_returns", "rlgraph_study_config", "run_job", "make_jobs", "run_jobs",
-           "read_runs", "group_name", "group_runs", "group_curves", "summarize", "report", "main"]
+           "trim_log", "read_runs", "group_name", "group_runs", "group_curves", "summarize", "report", "main"]
 
 NAME = "learning"
 BOOTSTRAP_REPS = 2000
@@ -119,6 +119,8 @@ def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Call
         The records of the finished runs, in the order they finished.
     """
     runs: List[dict] = []
+    if log_path:
+        trim_log(log_path)
     log = open(log_path, "a") if log_path else None
     try:
         context = multiprocessing.get_context("spawn")
@@ -145,6 +147,18 @@ def run_jobs(jobs: List[dict], num_jobs: int, log_path: Optional[str], run: Call
         if log:
             log.close()
     return runs
+
+
+def trim_log(path: str) -> None:
+    """Drops a cut-off last line of the runs log `path` (a study stopped while writing it), so
+    that the next record appended starts a line of its own; that run is run again."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as handle:
+        text = handle.read()
+        if text and not text.endswith(b"\n"):
+            handle.truncate(text.rfind(b"\n") + 1)
+            print(f"{path}: dropped its cut-off last line (that run will run again)")
 
 
 def read_runs(paths: Sequence[str], where: str) -> List[dict]:

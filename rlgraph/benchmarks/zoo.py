@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from rlgraph.benchmarks.common import format_table, make_parser, select_backends
-from rlgraph.benchmarks.learning import parse_seeds, read_runs, run_jobs
+from rlgraph.benchmarks.learning import parse_seeds, read_runs, run_jobs, trim_log
 from rlgraph.benchmarks.learning_runs import evaluated_run, train_rlgraph, train_sb3
 from rlgraph.benchmarks.learning_variants import SB3
 from rlgraph.benchmarks.zoo_report import report
@@ -114,6 +114,7 @@ def split_finished(jobs: List[dict], log_path: Optional[str]) -> Tuple[List[dict
     """(jobs still to run, records of the others) by the runs in `log_path` (absent: none ran)."""
     if not log_path or not os.path.exists(log_path):
         return jobs, []
+    trim_log(log_path)
     logged = {run_key(r): r for r in read_runs([log_path], f"rlgraph benchmark {NAME} (resuming from {log_path})")
               if r.get("benchmark") == NAME}
     return [j for j in jobs if run_key(j) not in logged], [logged[run_key(j)] for j in jobs if run_key(j) in logged]
