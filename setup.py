@@ -22,6 +22,8 @@ extras = {
     "torch": ["torch>=2.1"],
     "ray": ["ray>=2.9,<3"],
     "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
+    # LunarLander and LunarLanderContinuous (gymnasium's Box2D envs; the zoo table's configs/zoo/ uses them).
+    "box2d": ["box2d>=2.3.10"],
     # `rlgraph benchmark dqn-sb3` runs Stable-Baselines3 as the peer; pyinstrument profiles the runs.
     # The IMPALA peer is RLlib, whose code ships inside the ray wheel. ray[rllib] 2.60 pins gymnasium 1.2.2,
     # which conflicts with the project's gymnasium pin, so the bench extra installs RLlib's own
@@ -37,10 +39,12 @@ extras = {
     "viz": VIDEO + ["tensorboard>=2.16"],
     # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test,
     # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1) and the
-    # strict build of the documentation site (tests/test_docs_site.py); TensorBoard loads the event files.
+    # strict build of the documentation site (tests/test_docs_site.py); TensorBoard loads the event files;
+    # Box2D runs the LunarLander configs of configs/zoo/.
     # pytest-xdist spreads the suite over the CPU cores (conftest.py: `python -m pytest` runs `-n auto`).
     "test": ["pytest>=8", "pytest-xdist>=3.6", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9",
-             "opencv-python-headless>=4.8", "stable-baselines3>=2.3", "ray>=2.9,<3", "tensorboard>=2.16"]
+             "opencv-python-headless>=4.8", "stable-baselines3>=2.3", "ray>=2.9,<3", "tensorboard>=2.16",
+             "box2d>=2.3.10"]
             + DOCS + EXPORT + VIDEO,
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})
@@ -57,11 +61,11 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    # The shipped configs (configs/*.json) install as rlgraph/configs/, where `rlgraph train --algo`
-    # finds them (rlgraph/execution/algo_defaults.py); a checkout reads configs/ itself.
+    # The shipped configs (configs/*.json, configs/zoo/*.json) install as rlgraph/configs/, where
+    # `rlgraph train --algo` finds them (rlgraph/execution/algo_defaults.py); a checkout reads configs/ itself.
     packages=find_packages(include=["rlgraph", "rlgraph.*"]) + ["rlgraph.configs"],
     package_dir={"rlgraph.configs": "configs"},
-    package_data={"rlgraph.configs": ["*.json"]},
+    package_data={"rlgraph.configs": ["*.json", "zoo/*.json"]},
     install_requires=[
         "numpy>=1.26",
         "dm-tree>=0.1.8",

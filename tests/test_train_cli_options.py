@@ -13,6 +13,7 @@ import scipy.stats
 
 from rlgraph.agents import Agent
 from rlgraph.cli.main import main
+from rlgraph.execution import algo_defaults
 from rlgraph.execution.algo_defaults import (ALGO_DEFAULTS, TUNED_CONFIGS, algo_config, algo_names,
                                              shipped_config)
 from rlgraph.execution.env_ids import env_id
@@ -153,18 +154,18 @@ def test_env_on_a_type_without_an_id_is_refused(capsys):
 # --- --algo ----------------------------------------------------------------------------------------
 def test_algo_uses_the_shipped_config_for_its_env(capsys, tmp_path):
     out = tmp_path / "run"
-    shipped = json.loads(open("configs/dqn_cartpole.json").read())
+    shipped = json.loads(open("configs/zoo/dqn_cartpole-v1.json").read())  # rl-zoo's pair (test_zoo_configs.py).
     assert main(["train", "--algo", "dqn", "--env", "CartPole-v1", "--steps", "100", "--seed", "1", "--no-progress",
                  "--set", "training_spec.evaluation_interval=0", "--output-dir", str(out)]) == 0
-    assert f"config: {shipped_config('dqn_cartpole.json')}" in capsys.readouterr().out
+    assert f"config: {shipped_config('zoo/dqn_cartpole-v1.json')}" in capsys.readouterr().out
     written = json.loads((out / "config.json").read_text())
-    assert {k: written[k] for k in ("network_spec", "update_spec", "optimizer_spec", "environment_spec")} == \
-        {k: shipped[k] for k in ("network_spec", "update_spec", "optimizer_spec", "environment_spec")}
-    assert written["training_spec"]["stop_at_return"] == 475 and written["training_spec"]["num_timesteps"] == 100
+    assert {k: written[k] for k in ("network_spec", "update_spec", "optimizer_spec", "environment_spec", "about")} \
+        == {k: shipped[k] for k in ("network_spec", "update_spec", "optimizer_spec", "environment_spec", "about")}
+    assert written["training_spec"]["stop_at_return"] is None and written["training_spec"]["num_timesteps"] == 100
 
 
-@pytest.mark.parametrize("algo, config_file, agent_type", [("ppo", "ppo_pendulum.json", "PPOAgent"),
-                                                         ("td3", "td3_pendulum.json", "TD3Agent")])
+@pytest.mark.parametrize("algo, config_file, agent_type", [("ppo", "zoo/ppo_pendulum-v1.json", "PPOAgent"),
+                                                         ("td3", "zoo/td3_pendulum-v1.json", "TD3Agent")])
 def test_algo_on_pendulum_builds_its_shipped_config(algo, config_file, agent_type):
     config, source = algo_config(algo, "Pendulum-v1")
     assert source == shipped_config(config_file)
@@ -178,7 +179,9 @@ def test_algo_on_pendulum_builds_its_shipped_config(algo, config_file, agent_typ
                                        ("sac", "MountainCarContinuous-v0"), ("ddpg", "MountainCarContinuous-v0"),
                                        ("td3", "MountainCarContinuous-v0"), ("impala", "Acrobot-v1"),
                                        ("apex", "Acrobot-v1")])
-def test_algo_defaults_build(algo, env):
+def test_algo_defaults_build(algo, env, monkeypatch):
+    # (Most of these pairs have a zoo config: the defaults are what an env outside the table gets.)
+    monkeypatch.setattr(algo_defaults, "zoo_config_name", lambda cls, new_id: None)
     config, source = algo_config(algo, env)
     assert source.endswith("defaults") and config["environment_spec"] == {"type": "openai-gym", "gym_env": env}
     assert config["training_spec"]["stop_at_return"] == {"Acrobot-v1": -100, "MountainCarContinuous-v0": 90}[env]
@@ -223,7 +226,7 @@ def test_setup_installs_the_configs_with_the_package():
     with mock.patch.object(setuptools, "setup", lambda **kwargs: captured.update(kwargs)):
         runpy.run_path("setup.py")
     assert "rlgraph.configs" in captured["packages"] and captured["package_dir"]["rlgraph.configs"] == "configs"
-    assert captured["package_data"]["rlgraph.configs"] == ["*.json"]
+    assert captured["package_data"]["rlgraph.configs"] == ["*.json", "zoo/*.json"]
 
 
 # --- --help ----------------------------------------------------------------------------------------

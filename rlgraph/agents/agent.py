@@ -26,8 +26,9 @@ from rlgraph.utils.specifiable import Specifiable, load_spec_file
 logger = logging.getLogger(__name__)
 
 # Sections a config file may hold for the tools that run an agent (`rlgraph train`); the
-# agent itself ignores them.
-RUN_SECTIONS = ("environment_spec", "training_spec")
+# agent itself ignores them. "about" is documentation (a JSON object: where the config comes
+# from, e.g. the configs/zoo/ files' source and deviations); nothing reads it to run.
+RUN_SECTIONS = ("environment_spec", "training_spec", "about")
 
 
 class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclass=abc.ABCMeta):

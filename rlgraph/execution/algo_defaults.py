@@ -2,8 +2,11 @@
 
 `algo_config(algo, env_id)` picks, in this order:
 
-1. the shipped config tuned for that algorithm and environment (`TUNED_CONFIGS`, e.g. dqn on
-   CartPole-v1 -> configs/dqn_cartpole.json);
+1. the shipped config for that algorithm and environment: for every pair of rl-baselines3-zoo's
+   benchmark table, configs/zoo/<algo>_<env>.json with the zoo's hyperparameters and budget
+   (`zoo_config_name`; written from `rlgraph.benchmarks.zoo_table`; e.g. dqn on CartPole-v1 ->
+   configs/zoo/dqn_cartpole-v1.json); else one of configs/ (`TUNED_CONFIGS`, e.g. impala on
+   CartPole-v1 -> configs/impala_cartpole.json);
 2. for an Atari game ("ALE/..."), the algorithm's shipped Atari config with the game changed
    (as `--env` changes it: preprocessing kept, the target return from the gymnasium registry);
 3. the algorithm's defaults below (`ALGO_DEFAULTS`), sized for low-dimensional control tasks,
@@ -18,11 +21,11 @@ Where an algorithm cannot act in the environment (DQN on continuous actions, DDP
 discrete ones) the environment's action space is checked first, and the error says which algorithms fit.
 
 >>> config, source = algo_config("dqn", "CartPole-v1")
->>> os.path.basename(source), config["environment_spec"]
-('dqn_cartpole.json', {'type': 'openai-gym', 'gym_env': 'CartPole-v1'})
->>> config, source = algo_config("ppo", "Acrobot-v1")
+>>> os.path.relpath(source, os.path.dirname(os.path.dirname(source))), config["environment_spec"]
+('zoo/dqn_cartpole-v1.json', {'type': 'openai-gym', 'gym_env': 'CartPole-v1'})
+>>> config, source = algo_config("impala", "Acrobot-v1")
 >>> source, config["training_spec"]["stop_at_return"]
-("rlgraph's ppo defaults", -100.0)
+("rlgraph's impala defaults", -100.0)
 """
 from __future__ import annotations
 
@@ -170,13 +173,25 @@ TUNED_CONFIGS: Dict[Tuple[type, str], str] = {
     (ApexAgent, "ALE/Pong-v5"): "apex_pong.json",
     (IMPALAAgent, "CartPole-v1"): "impala_cartpole.json",
     (IMPALAAgent, "ALE/Pong-v5"): "impala_pong.json",
-    (PPOAgent, "CartPole-v1"): "ppo_cartpole.json",
-    (PPOAgent, "Pendulum-v1"): "ppo_pendulum.json",
-    (ActorCriticAgent, "CartPole-v1"): "a2c_cartpole.json",
-    (SACAgent, "Pendulum-v1"): "sac_pendulum.json",
-    (DDPGAgent, "Pendulum-v1"): "ddpg_pendulum.json",
-    (TD3Agent, "Pendulum-v1"): "td3_pendulum.json",
 }
+# The configs of the zoo's table (configs/zoo/, written from `rlgraph.benchmarks.zoo_table`) are
+# found by name: zoo/<algo>_<env id in lower case>.json, with the algorithm named as the zoo names it.
+# For their pairs they come before TUNED_CONFIGS (rlgraph's own configs for those pairs, e.g.
+# configs/dqn_cartpole.json, stay in configs/ for use by path).
+ZOO_DIRECTORY = "zoo"
+ZOO_ALGO_NAMES = {DQNAgent: "dqn", PPOAgent: "ppo", ActorCriticAgent: "a2c", SACAgent: "sac", TD3Agent: "td3",
+                  DDPGAgent: "ddpg"}
+
+
+def zoo_config_name(cls: type, new_id: str) -> Optional[str]:
+    """The name (under configs/) of the zoo config of agent class `cls` on `new_id`, where one is shipped.
+
+    >>> zoo_config_name(SACAgent, "Pendulum-v1"), zoo_config_name(IMPALAAgent, "CartPole-v1")
+    ('zoo/sac_pendulum-v1.json', None)
+    """
+    algo = ZOO_ALGO_NAMES.get(cls)
+    name = f"{ZOO_DIRECTORY}/{algo}_{new_id.lower()}.json" if algo and "/" not in new_id else None
+    return name if name and shipped_config(name) else None
 
 
 def algo_names() -> List[str]:
@@ -231,7 +246,7 @@ def algo_config(algo: str, new_id: str, where: str = "rlgraph train --algo") -> 
         raise RLGraphSpecError("--algo needs an environment id", where=f"{where} {name} --env",
                                expected="a gymnasium id such as CartPole-v1", received=repr(new_id))
     check_env_id(new_id, f"{where} {name} --env")  # Never "module:EnvId" (unless allowed): gymnasium imports it.
-    tuned = TUNED_CONFIGS.get((cls, new_id))
+    tuned = zoo_config_name(cls, new_id) or TUNED_CONFIGS.get((cls, new_id))
     if tuned is None and new_id.startswith(ATARI_NAMESPACE):
         tuned = next((file for (c, i), file in TUNED_CONFIGS.items() if c is cls and i.startswith(ATARI_NAMESPACE)),
                      None)

@@ -22,9 +22,9 @@ import math
 import time
 from typing import Any, Dict, Optional
 
+from rlgraph.agents.agent import RUN_SECTIONS
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
-RUN_SECTIONS = ("environment_spec", "training_spec")
 
 
 def executor_class(config: dict) -> type:

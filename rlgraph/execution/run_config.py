@@ -10,6 +10,7 @@ import copy
 import json
 from typing import Any, Dict, Iterable, Mapping, Optional
 
+from rlgraph.agents.agent import RUN_SECTIONS
 from rlgraph.agents.specs import (SAVER_SPEC_DEFAULTS, SUMMARY_SPEC_DEFAULTS, check_choice, check_number,
                                   check_saver_spec, check_seed, check_spec, check_summary_spec)
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
@@ -128,8 +129,11 @@ def check_training_spec(spec: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _check_run_specs(config: dict) -> None:
-    """Checks the `saver_spec` and `summary_spec` that `RunLogs` reads; `saver_spec.checkpoint_frequency`
-    (the original RLgraph's key) sets `training_spec.checkpoint_interval`."""
+    """Checks the `saver_spec` and `summary_spec` that `RunLogs` reads (`saver_spec.checkpoint_frequency`,
+    the original RLgraph's key, sets `training_spec.checkpoint_interval`) and that "about" is a mapping."""
+    if not isinstance(config.get("about", {}), Mapping):
+        raise RLGraphSpecError("the config's 'about' section must be a mapping", where="train(about)",
+                               expected='a JSON object, e.g. {"source": "..."}', received=repr(config["about"])[:80])
     if config.get("summary_spec") is not None:
         config["summary_spec"] = check_summary_spec(
             check_spec(config["summary_spec"], SUMMARY_SPEC_DEFAULTS, "summary_spec", "train"), "train")
@@ -175,6 +179,6 @@ def make_agent_and_env(config: dict):
     probe = Environment.from_spec(env_spec)
     state_space, action_space = probe.state_space, probe.action_space
     probe.terminate()
-    agent_spec = {k: v for k, v in config.items() if k not in ("environment_spec", "training_spec")}
+    agent_spec = {k: v for k, v in config.items() if k not in RUN_SECTIONS}
     agent = Agent.from_spec(agent_spec, state_space=state_space, action_space=action_space)
     return agent, env_spec
