@@ -41,6 +41,7 @@ from rlgraph.benchmarks.common import format_table, make_parser, select_backends
 from rlgraph.benchmarks.learning import parse_seeds, read_runs, run_jobs, trim_log
 from rlgraph.benchmarks.learning_runs import evaluated_run, train_rlgraph, train_sb3
 from rlgraph.benchmarks.learning_variants import SB3
+from rlgraph.benchmarks.zoo_configs import EVALUATIONS_PER_RUN, threshold
 from rlgraph.benchmarks.zoo_report import report
 from rlgraph.benchmarks.zoo_table import BY_NAME, ZOO_PAIRS, ZooPair
 from rlgraph.utils.rlgraph_errors import RLGraphError
@@ -50,7 +51,6 @@ NAME = "zoo"
 #: Where TF runs by default: one pair per algorithm, the one with the smallest budget.
 TF_PAIRS = ("dqn/CartPole-v1", "ppo/CartPole-v1", "a2c/LunarLander-v3", "sac/Pendulum-v1", "td3/Pendulum-v1",
             "ddpg/Pendulum-v1")
-EVALUATIONS = 20
 # --quick: a run of seconds through every phase (warm-up, updates, two evaluations), 2 pairs, 2 seeds.
 QUICK = {"pairs": ["dqn/CartPole-v1", "sac/Pendulum-v1"], "seeds": [1, 2], "evaluations": 2, "eval_episodes": 2,
          "steps": {"dqn/CartPole-v1": 1000, "sac/Pendulum-v1": 300},
@@ -86,7 +86,6 @@ def select_pairs(tokens: Optional[Sequence[str]], where: str = "rlgraph benchmar
 def make_jobs(args: argparse.Namespace) -> List[dict]:
     """One job per (pair, seed, library), seed-major so that every pair and library progress
     together; the libraries' order alternates from one (seed, pair) to the next."""
-    from rlgraph.benchmarks.zoo_configs import threshold
     tf_pairs = {pair.name for pair in args.tf_pairs}
     jobs = []
     groups = [(seed, pair) for seed in args.seeds for pair in args.pairs]
@@ -163,7 +162,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=int, help="env steps per run for every pair (default: the zoo's budget)")
     budget.add_argument("--steps-scale", type=float, default=1.0, help="scale every zoo budget (default: 1)")
-    parser.add_argument("--evaluations", type=int, default=EVALUATIONS,
+    parser.add_argument("--evaluations", type=int, default=EVALUATIONS_PER_RUN,
                         help="greedy evaluations over a run (default: %(default)s)")
     parser.add_argument("--eval-interval", type=int, help="env steps between evaluations (overrides --evaluations)")
     parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per evaluation (default: 10)")
