@@ -7,22 +7,29 @@ import json
 import pytest
 from sb3_peer_helpers import needs_sb3
 
+from rlgraph.backend_system import is_backend_installed
 from rlgraph.benchmarks import rl_statistics as stats
 from rlgraph.benchmarks import zoo, zoo_report
 from rlgraph.benchmarks.learning import BOOTSTRAP_REPS
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 
+BACKENDS = [backend for backend in ("pytorch", "tf") if is_backend_installed(backend)]
+LIBRARIES = [f"rlgraph-{backend}" for backend in BACKENDS] + ["sb3"]
+
+
 @pytest.fixture(scope="module")
 def quick_study(tmp_path_factory):
-    """A --quick study: dqn/CartPole-v1 and sac/Pendulum-v1, rlgraph (PyTorch) and SB3, seeds 1 and 2."""
+    """A --quick study: dqn/CartPole-v1 and sac/Pendulum-v1 (both in TF's subset), rlgraph on every
+    installed backend and SB3, seeds 1 and 2."""
     pytest.importorskip("stable_baselines3", reason="needs stable-baselines3 (the '.[bench]' or '.[test]' extras)")
     folder = tmp_path_factory.mktemp("zoo")
     (folder / "docs").mkdir()
     (folder / "docs" / "performance.md").write_text(f"# Performance\n\nbefore\n\n{zoo_report.START}\nold\n"
                                                     f"{zoo_report.END}\n\nafter\n")
     out = folder / "zoo.json"
-    result = zoo.main(["--quick", "--jobs", "2", "--out", str(out), "--write-docs", str(folder / "docs")])
+    result = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "2", "--out", str(out),
+                       "--write-docs", str(folder / "docs")])
     return folder, out, result
 
 
@@ -30,7 +37,7 @@ def test_quick_study_logs_every_run_and_its_table_is_rl_statistics_of_the_runs(q
     folder, out, result = quick_study
     assert sorted((r["pair"], r["library"], r["seed"]) for r in result["runs"]) == [
         (pair, library, seed) for pair in ("dqn/CartPole-v1", "sac/Pendulum-v1")
-        for library in ("rlgraph-pytorch", "sb3") for seed in (1, 2)]
+        for library in sorted(LIBRARIES) for seed in (1, 2)]
     logged = [json.loads(line) for line in (folder / "zoo.runs.jsonl").read_text().splitlines()]
     assert sorted(map(zoo.run_key, logged)) == sorted(map(zoo.run_key, result["runs"]))
     for run in result["runs"]:
@@ -41,22 +48,25 @@ def test_quick_study_logs_every_run_and_its_table_is_rl_statistics_of_the_runs(q
     written = json.loads(out.read_text())
     assert written["summary"] == result["summary"] and written["failed"] == []
     rows = {(row[0], row[4]): row for row in zoo_report.table_rows(result["summary"])}
-    for pair in ("dqn/CartPole-v1", "sac/Pendulum-v1"):
+    assert len(rows) == 2 * len(BACKENDS)  # One row per (pair, rlgraph backend).
+    for pair, zoo_score in (("dqn/CartPole-v1", "500.0 ± 0.0"), ("sac/Pendulum-v1", "-157.0 ± 88.7")):
         finals = {library: [r["final_return"] for r in sorted(result["runs"], key=lambda r: r["seed"])
-                            if r["pair"] == pair and r["library"] == library] for library in ("rlgraph-pytorch", "sb3")}
+                            if r["pair"] == pair and r["library"] == library] for library in LIBRARIES}
         entry = result["summary"][pair]["libraries"]
-        for library, values in finals.items():
-            iqm, low, high = stats.stratified_bootstrap_ci(values, stats.iqm, reps=BOOTSTRAP_REPS, seed=0)
+        for library in LIBRARIES:
+            iqm, low, high = stats.stratified_bootstrap_ci(finals[library], stats.iqm, reps=BOOTSTRAP_REPS, seed=0)
             assert entry[library]["final_return"]["iqm"] == iqm and entry[library]["final_return"]["ci"] == [low, high]
-        p, low, high = stats.probability_of_improvement_ci(finals["rlgraph-pytorch"], finals["sb3"],
-                                                           reps=BOOTSTRAP_REPS, seed=0)
-        assert entry["rlgraph-pytorch"]["final_return"]["p_improvement_vs_sb3"] == {"p": p, "ci": [low, high]}
-        row = rows[(pair, "rlgraph-pytorch")]
-        assert row[5] == f"{entry['rlgraph-pytorch']['final_return']['iqm']:.1f} [{entry['rlgraph-pytorch']['final_return']['ci'][0]:.1f}, {entry['rlgraph-pytorch']['final_return']['ci'][1]:.1f}]"  # noqa: E501
-        assert row[6] == f"{p:.2f} [{low:.2f}, {high:.2f}]" and row[9] == "2/2"
-        assert float(row[7]) == pytest.approx(entry["sb3"]["median_train_s"], abs=0.05)
-    zoo_score = {"dqn/CartPole-v1": "500.0 ± 0.0", "sac/Pendulum-v1": "-157.0 ± 88.7"}
-    assert all(rows[(pair, "rlgraph-pytorch")][2] == score for pair, score in zoo_score.items())
+            if library == "sb3":
+                continue
+            p, p_low, p_high = stats.probability_of_improvement_ci(finals[library], finals["sb3"],
+                                                                   reps=BOOTSTRAP_REPS, seed=0)
+            assert entry[library]["final_return"]["p_improvement_vs_sb3"] == {"p": p, "ci": [p_low, p_high]}
+            sb3 = entry["sb3"]["final_return"]
+            assert rows[(pair, library)] == [
+                pair, {"dqn/CartPole-v1": "1,000", "sac/Pendulum-v1": "300"}[pair], zoo_score,
+                f"{sb3['iqm']:.1f} [{sb3['ci'][0]:.1f}, {sb3['ci'][1]:.1f}]", library,
+                f"{iqm:.1f} [{low:.1f}, {high:.1f}]", f"{p:.2f} [{p_low:.2f}, {p_high:.2f}]",
+                f"{entry['sb3']['median_train_s']:.1f}", f"{entry[library]['median_train_s']:.1f}", "2/2"]
     docs = (folder / "docs" / "performance.md").read_text()
     assert docs.startswith("# Performance\n\nbefore\n\n") and docs.endswith(f"{zoo_report.END}\n\nafter\n")
     assert "old" not in docs and "| dqn/CartPole-v1 | 1,000 | 500.0 ± 0.0 |" in docs
@@ -71,8 +81,8 @@ def test_quick_study_resumes_from_its_log_and_merges(quick_study, monkeypatch):
         raise AssertionError("a finished run ran again")
 
     monkeypatch.setattr(zoo, "run_jobs", no_runs)
-    again = zoo.main(["--quick", "--jobs", "2", "--out", str(folder / "zoo.json")])
-    assert again["reused"] == 8 and again["runs"] == json.loads(json.dumps(result["runs"]))
+    again = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "2", "--out", str(folder / "zoo.json")])
+    assert again["reused"] == 4 * len(LIBRARIES) and again["runs"] == json.loads(json.dumps(result["runs"]))
     assert again["summary"] == result["summary"]
     merged = zoo.main(["--merge", str(folder / "zoo.runs.jsonl"), str(out), "--out", ""])
     assert merged["summary"] == result["summary"]
