@@ -175,3 +175,12 @@ def test_list_prints_every_pair(capsys):
     assert len(result["pairs"]) == 27 and sum(p["tf"] for p in result["pairs"]) == len(zoo.TF_PAIRS)
     printed = capsys.readouterr().out
     assert "dqn/CartPole-v1" in printed and "50,000" in printed and "-76.6 ± 11.8" in printed
+
+
+def test_a_failed_run_is_reported_and_left_out_of_the_log(tmp_path):
+    from rlgraph.benchmarks.learning import run_jobs
+    failures, log = [], tmp_path / "z.runs.jsonl"
+    bad = {"benchmark": "zoo", "pair": "dqn/NoSuchEnv-v0", "library": "sb3", "seed": 1}
+    assert run_jobs([bad], 1, str(log), run=zoo.run_zoo_job, label=zoo._label, failures=failures) == []
+    assert failures == [dict(bad, error="KeyError: 'dqn/NoSuchEnv-v0'")]
+    assert log.read_text() == ""  # The next invocation runs it again.
