@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import textwrap
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -15,11 +16,12 @@ from rlgraph.benchmarks import rl_statistics as stats
 from rlgraph.benchmarks.common import format_table, write_results
 from rlgraph.benchmarks.learning import BOOTSTRAP_REPS, group_curves, group_runs, summarize
 from rlgraph.benchmarks.learning_variants import SB3
-from rlgraph.benchmarks.zoo_table import ZOO_PAIRS, ZOO_SOURCE
+from rlgraph.benchmarks.zoo_table import ZOO_PAIRS
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 #: The markers of the section `write_docs` replaces in performance.md.
 START, END = "<!-- zoo-table:start -->", "<!-- zoo-table:end -->"
+ZOO_URL = "https://github.com/DLR-RM/rl-baselines3-zoo"
 HEADERS = ("pair", "budget", "zoo score", "SB3 IQM [95% CI]", "rlgraph", "rlgraph IQM [95% CI]",
            "P(rlgraph > SB3) [95% CI]", "SB3 s/run", "rlgraph s/run", "runs (rlgraph/SB3)")
 
@@ -100,12 +102,13 @@ def docs_section(summary: Dict[str, dict], runs: List[dict], images: Dict[str, s
     relative to the markdown file})."""
     seeds = sorted({run["seed"] for run in runs})
     episodes = sorted({run["eval_episodes"] for run in runs})
-    text = [f"Written by `rlgraph benchmark zoo` on {time.strftime('%Y-%m-%d')}: {len(runs)} runs, seeds "
-            f"{', '.join(map(str, seeds))}; each run's final return is the mean of {'/'.join(map(str, episodes))} "
-            f"greedy episodes after its last step. Zoo score: the published mean ± std of {ZOO_SOURCE} "
-            "(its episodes of one trained agent, not an IQM over seeds). IQM [95% stratified-bootstrap CI] "
-            "over seeds; P(rlgraph > SB3): the probability of improvement; s/run: median seconds of "
-            "building and training per run (one thread, evaluations excluded).", "",
+    about = (f"Written by `rlgraph benchmark zoo` on {time.strftime('%Y-%m-%d')}: {len(runs)} runs, seeds "
+             f"{', '.join(map(str, seeds))}; a run's final return is the mean of {'/'.join(map(str, episodes))} "
+             f"greedy episodes after its last step. Zoo score: the mean ± std that [rl-baselines3-zoo]({ZOO_URL}) "
+             "publishes (episodes of one trained agent, not an IQM over seeds). IQM [95% stratified-bootstrap CI] "
+             "over seeds; P(rlgraph > SB3): the probability of improvement; s/run: median seconds of "
+             "building and training per run (one thread, evaluations excluded).")
+    text = [textwrap.fill(about, 100, break_long_words=False, break_on_hyphens=False), "",
             markdown_table(HEADERS, table_rows(summary))]
     for env, path in images.items():
         text += ["", f"![{env}: mean greedy return of each algorithm and library, 95% bootstrap bands]({path})"]
