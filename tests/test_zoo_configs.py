@@ -105,6 +105,9 @@ def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
             assert 2 * model.vf_coef == config["weight_vf"] and model.max_grad_norm == \
                 config["optimizer_spec"]["clip_grad_norm"]
             assert model.normalize_advantage == config["standardize_advantages"]
+            if zoo_configs.is_continuous(pair) and not hp["use_sde"]:  # Both free log-stds start there.
+                assert model.policy.log_std.detach().numpy().tolist() == \
+                    [config["action_adapter_spec"]["log_std_init"]] * model.action_space.shape[0]
             if pair.algo == "ppo":
                 assert model.batch_size == update["sample_size"] and model.n_epochs == update["num_epochs"]
                 assert math.isclose(model.clip_range(1.0), _start(config["clip_ratio"]))
@@ -183,5 +186,7 @@ def test_deviations_are_named():
     assert zoo_configs.deviations(BY_NAME["dqn/CartPole-v1"]) == []
     notes = zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"])
     assert any("VecNormalize" in n for n in notes) and any("gSDE" in n for n in notes)
-    assert any("log_std_init -2.0" in n for n in notes)
+    config = zoo_configs.rlgraph_config("a2c/Pendulum-v1")
+    assert config["action_adapter_spec"]["log_std_init"] == -2.0
+    assert config["policy_spec"]["distributions_spec"]["bounded_distribution_type"] == "normal"
     assert isinstance(BY_NAME["sac/Pendulum-v1"], ZooPair)

@@ -12,6 +12,9 @@ How SB3's hyperparameters map onto rlgraph's agents:
 - PPO/A2C: batch_size = n_envs * n_steps (one rollout over all envs), PPO's sample_size = SB3's
   batch_size (its minibatch); weight_vf = 2 * vf_coef (rlgraph's value loss is 0.5 (V - G)^2,
   SB3's (V - G)^2); A2C's RMSprop with SB3's alpha and epsilon (both add epsilon outside the root);
+  continuous actions: SB3's Gaussian policy, a state-independent log-std from `log_std_init`
+  (`ActionAdapter(log_std_init=...)`) and unsquashed samples (`bounded_distribution_type`
+  "normal"), which the environments clip to their bounds as SB3 clips them;
 - SAC: warmup_random_steps = steps_before_update = learning_starts, a soft update (tau) after
   every gradient step; a fixed `ent_coef` is a fixed alpha (target_entropy None);
 - TD3/DDPG: random_steps = steps_before_update = learning_starts; SB3's action noise acts on
@@ -70,9 +73,6 @@ def deviations(pair: ZooPair) -> List[str]:
         notes.append("VecNormalize (running normalization of observations and scaling of rewards): not applied")
     if hp.get("use_sde"):
         notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
-    if pair.algo in ("ppo", "a2c") and is_continuous(pair):
-        notes.append(f"the Gaussian's log-std is an output of the policy network, not a free parameter "
-                     f"(SB3's log_std_init {hp['log_std_init']})")
     return notes
 
 
@@ -136,16 +136,21 @@ def _on_policy_layers(hp: Dict[str, Any]) -> tuple:
     return dict(_FAN_IN), dict(_FAN_IN)
 
 
-def _pg_common(hp: Dict[str, Any]) -> dict:
+def _pg_common(pair: ZooPair, hp: Dict[str, Any]) -> dict:
     hidden, head = _on_policy_layers(hp)
-    return {"discount": hp["gamma"], "gae_lambda": hp["gae_lambda"], "standardize_advantages": hp["normalize_advantage"],
-            "weight_entropy": hp["ent_coef"], "weight_vf": 2.0 * hp["vf_coef"],
-            "network_spec": _layers(hp, "", hidden), "value_function_spec": _layers(hp, "vf-", hidden),
-            "action_adapter_spec": head}
+    config = {"discount": hp["gamma"], "gae_lambda": hp["gae_lambda"],
+              "standardize_advantages": hp["normalize_advantage"], "weight_entropy": hp["ent_coef"],
+              "weight_vf": 2.0 * hp["vf_coef"], "network_spec": _layers(hp, "", hidden),
+              "value_function_spec": _layers(hp, "vf-", hidden), "action_adapter_spec": head}
+    if is_continuous(pair):
+        # SB3's Gaussian: a free log-std, actions unsquashed (the envs clip them to their bounds).
+        config["action_adapter_spec"] = dict(head, log_std_init=hp["log_std_init"])
+        config["policy_spec"] = {"distributions_spec": {"bounded_distribution_type": "normal"}}
+    return config
 
 
 def _ppo(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
-    return dict(_pg_common(hp), clip_ratio=copy.deepcopy(hp["clip_range"]),
+    return dict(_pg_common(pair, hp), clip_ratio=copy.deepcopy(hp["clip_range"]),
                 update_spec={"batch_size": num_envs(pair) * hp["n_steps"], "sample_size": hp["batch_size"],
                              "num_epochs": hp["n_epochs"]},
                 optimizer_spec={"type": "adam", "learning_rate": copy.deepcopy(hp["learning_rate"]),
@@ -153,7 +158,7 @@ def _ppo(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
 
 
 def _a2c(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
-    return dict(_pg_common(hp), update_spec={"batch_size": num_envs(pair) * hp["n_steps"]},
+    return dict(_pg_common(pair, hp), update_spec={"batch_size": num_envs(pair) * hp["n_steps"]},
                 optimizer_spec={"type": "rmsprop", "learning_rate": copy.deepcopy(hp["learning_rate"]),
                                 "decay": hp["rms_prop_alpha"], "epsilon": hp["rms_prop_eps"],
                                 "clip_grad_norm": hp["max_grad_norm"]})
