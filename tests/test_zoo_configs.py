@@ -94,7 +94,12 @@ def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
     hp = pair.hyperparameters
     try:
         assert model.gamma == config["discount"] and model.n_envs == config["training_spec"]["num_environments"]
-        assert isinstance(model.get_env(), VecNormalize) == bool(hp.get("normalize"))
+        assert isinstance(model.get_env(), VecNormalize) == bool(hp.get("normalize")) == ("preprocessing_spec" in config)
+        if hp.get("normalize"):  # VecNormalize's settings, on rlgraph's side.
+            vec = model.get_env()
+            assert config["observe_spec"]["normalize_rewards"] == {"gamma": vec.gamma, "clip": vec.clip_reward}
+            standardize, clip = config["preprocessing_spec"]
+            assert standardize["per_episode"] is False and clip["max"] == -clip["min"] == vec.clip_obs
         assert math.isclose(model.lr_schedule(1.0), _start(config["optimizer_spec"]["learning_rate"]))
         units = [layer["units"] for layer in config["network_spec"]]
         assert units == list(hp["net_arch"])

@@ -21,6 +21,9 @@ How SB3's hyperparameters map onto rlgraph's agents:
   actions scaled to [-1, 1], so its std is multiplied by the action's half-range here; its
   Ornstein-Uhlenbeck noise (theta 0.15, dt 0.01) is rlgraph's (dt 1) with theta * dt and
   sigma * sqrt(dt).
+- `normalize` (SB3's VecNormalize): a "moving-standardize" preprocessor whose statistics run over
+  the whole training (`per_episode` false) and a clip at +-10 for the states, and
+  `observe_spec.normalize_rewards` for the rewards (`rlgraph/agents/reward_scaling.py`).
 Layers are initialized as SB3's are: torch.nn.Linear's fan-in uniform draw, or orthogonal with
 gains sqrt(2) (hidden) and 0.01 (policy output) where SB3's `ortho_init` is on.
 """
@@ -44,6 +47,7 @@ THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCar-v0": -110
 EVALUATIONS_PER_RUN = 20
 _FAN_IN = {"weights_spec": "fan_in_uniform", "biases_spec": "fan_in_uniform"}
 _OU_THETA, _OU_DT = 0.15, 1e-2  # SB3's OrnsteinUhlenbeckActionNoise defaults.
+_NORMALIZE_CLIP = 10.0  # VecNormalize's clip_obs and clip_reward.
 _ALGO_TYPES = {"dqn": "dqn", "ppo": "ppo", "a2c": "actor-critic", "sac": "sac", "td3": "td3", "ddpg": "ddpg"}
 
 
@@ -70,7 +74,8 @@ def deviations(pair: ZooPair) -> List[str]:
     """What of the zoo's settings rlgraph's config cannot mirror (written into its "about")."""
     hp, notes = pair.hyperparameters, []
     if hp.get("normalize"):
-        notes.append("VecNormalize (running normalization of observations and scaling of rewards): not applied")
+        notes.append("VecNormalize's observation statistics freeze during evaluations; rlgraph's "
+                     "moving-standardize also counts the evaluation episodes' states")
     if hp.get("use_sde"):
         notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
     return notes
@@ -91,6 +96,10 @@ def rlgraph_config(pair: ZooPair, backend: str = "pytorch", seed: Optional[int] 
     pair = BY_NAME[pair] if isinstance(pair, str) else pair
     hp, steps = pair.hyperparameters, int(steps or pair.steps)
     config = dict(type=_ALGO_TYPES[pair.algo], backend=backend, **_AGENTS[pair.algo](pair, hp, steps))
+    if hp.get("normalize"):
+        normalize = _normalize(hp)
+        config["preprocessing_spec"] = normalize["preprocessing_spec"]
+        config["observe_spec"] = dict(config.get("observe_spec") or {}, **normalize["observe_spec"])
     execution = {"max_timesteps": steps, "torch_num_threads": threads, "tf_num_threads": threads}
     if seed is not None:
         execution["seed"] = int(seed)
@@ -104,6 +113,16 @@ def rlgraph_config(pair: ZooPair, backend: str = "pytorch", seed: Optional[int] 
         "source": f"{ZOO_SOURCE}: hyperparams/{pair.algo}.yml, {pair.env_id}; score from benchmark.md ({zoo_id})",
         "zoo_score": list(pair.published), "zoo_budget": pair.steps, "deviations": deviations(pair)}
     return config
+
+
+def _normalize(hp: Dict[str, Any]) -> dict:
+    """SB3's VecNormalize (obs and rewards, clipped at 10): states standardized by statistics over the
+    whole run, rewards scaled by the running std of the return (with the algorithm's gamma, as the
+    zoo passes it)."""
+    return {"preprocessing_spec": [{"type": "moving-standardize", "per_episode": False, "scope": "normalize"},
+                                   {"type": "clip", "min": -_NORMALIZE_CLIP, "max": _NORMALIZE_CLIP,
+                                    "scope": "clip"}],
+            "observe_spec": {"normalize_rewards": {"gamma": hp["gamma"], "clip": _NORMALIZE_CLIP}}}
 
 
 def _layers(hp: Dict[str, Any], prefix: str, init: Dict[str, Any]) -> List[dict]:
