@@ -22,7 +22,7 @@ from rlgraph.execution.training import make_agent_and_env, resolve_config
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 ZOO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "zoo")
-STEPS = 300
+STEPS = 200
 # One pair per algorithm on TF: discrete and continuous, Gaussian and Ornstein-Uhlenbeck noise,
 # fixed and learned alpha, schedules.
 TF_PAIRS = ["dqn/Acrobot-v1", "ppo/CartPole-v1", "a2c/Pendulum-v1", "sac/MountainCarContinuous-v0",
@@ -55,13 +55,17 @@ def test_shipped_files_are_the_table():
 def _build_and_step(name: str, backend: str) -> None:
     pair = BY_NAME[name]
     on_policy = pair.algo in ("ppo", "a2c")
+    # (Off-policy: small batches from step 50 on, so that a few hundred steps run updates quickly.)
     config = resolve_config(os.path.join(ZOO_DIR, pair.config_name), backend=backend, num_timesteps=STEPS, seed=3,
-                            overrides=[] if on_policy else ["update_spec.steps_before_update=50"])
+                            overrides=[] if on_policy else ["update_spec.steps_before_update=50",
+                                                            "update_spec.batch_size=32",
+                                                            "update_spec.update_interval=4"])
     agent, env_spec = make_agent_and_env(config)
     assert isinstance(agent, Agent.resolve_type(pair.algo))
     worker = SingleThreadedWorker(agent, env_spec, num_environments=zoo_configs.num_envs(pair), seed=3)
     try:
         assert worker.execute_timesteps(STEPS)["timesteps_executed"] >= STEPS
+        assert on_policy or agent.num_updates > 0
     finally:
         worker.terminate()
         agent.terminate()
