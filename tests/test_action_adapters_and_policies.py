@@ -72,6 +72,44 @@ def test_adapter_bool_and_float(backend):
         assert test.test(("get_logits_probabilities_log_probs", x))[1] is None
 
 
+def test_adapter_state_independent_log_std(backend):
+    x = np.random.RandomState(2).randn(2, 3, 4).astype(np.float32)  # [B, T, in]
+    adapter = ActionAdapter(FloatBox(shape=(2,)), log_std_init=-0.5)
+    test = ComponentTest(adapter, input_spaces=dict(nn_output=FloatBox(shape=(4,), add_batch_rank=True,
+                                                                        add_time_rank=True)), backend=backend)
+    k, b = _weights(test, "action-adapter/action-layer")
+    assert k.shape == (4, 2)  # The layer outputs the mean only.
+    np.testing.assert_array_equal(test.graph_executor.get_weights()["action-adapter/log-std"], [-0.5, -0.5])
+    mean, log_std = test.test(("get_parameters", x))
+    np.testing.assert_allclose(mean, x @ k + b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(log_std, np.full((2, 3, 2), -0.5, np.float32))  # The same for every state.
+    test.graph_executor.set_weights({"action-adapter/log-std": np.array([0.25, 7.0], np.float32)})
+    np.testing.assert_allclose(test.test(("get_parameters", x))[1][1, 2], [0.25, 2.0])  # Clipped to [-20, 2].
+
+
+def test_ppo_trains_the_state_independent_log_std(backend):
+    from rlgraph.agents import Agent
+    agent = Agent.from_spec(
+        {"type": "ppo", "backend": backend, "network_spec": NET, "value_function_spec": NET,
+         "action_adapter_spec": {"log_std_init": -1.0},
+         "policy_spec": {"distributions_spec": {"bounded_distribution_type": "normal"}},
+         "update_spec": {"batch_size": 8, "sample_size": 8, "num_epochs": 1},
+         "optimizer_spec": {"type": "adam", "learning_rate": 0.01}, "execution_spec": {"seed": 3}},
+        state_space=FloatBox(shape=(3,)), action_space=FloatBox(low=-2.0, high=2.0, shape=(1,)))
+    name = next(n for n in agent.get_weights() if n.endswith("log-std"))
+    np.testing.assert_array_equal(agent.get_weights()[name], [-1.0])
+    rng = np.random.RandomState(0)
+    states = rng.randn(9, 1, 3).astype(np.float32)
+    for i in range(8):
+        action = agent.get_action(states[i])
+        agent.observe(states[i], action, None, np.float32([1.0 if action[0, 0] > 0 else -1.0]), states[i + 1],
+                      np.array([i == 7]))
+    agent.update()
+    moved = agent.get_weights()[name]
+    assert moved.shape == (1,) and abs(float(moved[0]) + 1.0) > 1e-4  # The optimizer steps it.
+    agent.terminate()
+
+
 def test_dueling_and_baseline_adapters(backend):
     x = _states(dim=4)
     adapter = DuelingActionAdapter(IntBox(3), units_state_value_stream=5, units_advantage_stream=6)
@@ -206,6 +244,12 @@ def test_bad_specs():
         ActionAdapter(IntBox(2), units=5)
     with pytest.raises(RLGraphSpecError):
         ActionAdapter(FloatBox(shape=(2,)), parameterization="gamma")
+    with pytest.raises(RLGraphSpecError, match="log_std_init needs a FloatBox"):
+        ActionAdapter(IntBox(2), log_std_init=0.0)
+    with pytest.raises(RLGraphSpecError, match=r"ActionAdapter\(log_std_init\)"):
+        ActionAdapter(FloatBox(shape=(2,)), log_std_init=float("nan"))
+    with pytest.raises(RLGraphSpecError):
+        ActionAdapter(FloatBox(shape=(2,)), parameterization="beta", log_std_init=0.0)
     with pytest.raises(RLGraphSpecError):
         BaselineActionAdapter(IntBox(2), add_units=2)
     with pytest.raises(RLGraphSpaceError):

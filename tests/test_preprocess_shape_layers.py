@@ -307,8 +307,21 @@ def test_moving_standardize_time_rank_ints_and_reset(backend):
     np.testing.assert_array_equal(test.test(("apply", single)), np.zeros((1, 1, 2)))
 
 
+def test_moving_standardize_over_the_whole_training_ignores_episode_resets(backend):
+    layer = MovingStandardize(per_episode=False)
+    assert not layer.stateful
+    test = ComponentTest(layer, input_spaces=dict(inputs=FloatBox(shape=(2,), add_batch_rank=True)), backend=backend)
+    rng = np.random.RandomState(6)
+    batches = [rng.normal(1.0, 2.0, size=(3, 2)).astype(np.float32) for _ in range(3)]
+    expected = _standardize_stream(batches)
+    for x, want in zip(batches, expected):
+        np.testing.assert_allclose(test.test(("apply", x)), want, rtol=1e-4, atol=1e-4)
+        test.test("reset")  # (An agent's episode start: the statistics stay.)
+    assert test.read_variable_values(layer.variable_registry)["moving-standardize/count"] == 9
+
+
 def test_moving_standardize_errors(backend):
-    for kwargs in (dict(batch_size=0), dict(epsilon=0.0)):
+    for kwargs in (dict(batch_size=0), dict(epsilon=0.0), dict(per_episode="no")):
         with pytest.raises(RLGraphSpecError):
             MovingStandardize(**kwargs)
     with pytest.raises(RLGraphSpaceError, match="batch rank"):

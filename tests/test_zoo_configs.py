@@ -22,7 +22,7 @@ from rlgraph.execution.training import make_agent_and_env, resolve_config
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 ZOO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "zoo")
-STEPS = 300
+STEPS = 200
 # One pair per algorithm on TF: discrete and continuous, Gaussian and Ornstein-Uhlenbeck noise,
 # fixed and learned alpha, schedules.
 TF_PAIRS = ["dqn/Acrobot-v1", "ppo/CartPole-v1", "a2c/Pendulum-v1", "sac/MountainCarContinuous-v0",
@@ -55,13 +55,17 @@ def test_shipped_files_are_the_table():
 def _build_and_step(name: str, backend: str) -> None:
     pair = BY_NAME[name]
     on_policy = pair.algo in ("ppo", "a2c")
+    # (Off-policy: small batches from step 50 on, so that a few hundred steps run updates quickly.)
     config = resolve_config(os.path.join(ZOO_DIR, pair.config_name), backend=backend, num_timesteps=STEPS, seed=3,
-                            overrides=[] if on_policy else ["update_spec.steps_before_update=50"])
+                            overrides=[] if on_policy else ["update_spec.steps_before_update=50",
+                                                            "update_spec.batch_size=32",
+                                                            "update_spec.update_interval=4"])
     agent, env_spec = make_agent_and_env(config)
     assert isinstance(agent, Agent.resolve_type(pair.algo))
     worker = SingleThreadedWorker(agent, env_spec, num_environments=zoo_configs.num_envs(pair), seed=3)
     try:
         assert worker.execute_timesteps(STEPS)["timesteps_executed"] >= STEPS
+        assert on_policy or agent.num_updates > 0
     finally:
         worker.terminate()
         agent.terminate()
@@ -94,7 +98,12 @@ def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
     hp = pair.hyperparameters
     try:
         assert model.gamma == config["discount"] and model.n_envs == config["training_spec"]["num_environments"]
-        assert isinstance(model.get_env(), VecNormalize) == bool(hp.get("normalize"))
+        assert isinstance(model.get_env(), VecNormalize) == bool(hp.get("normalize")) == ("preprocessing_spec" in config)
+        if hp.get("normalize"):  # VecNormalize's settings, on rlgraph's side.
+            vec = model.get_env()
+            assert config["observe_spec"]["normalize_rewards"] == {"gamma": vec.gamma, "clip": vec.clip_reward}
+            standardize, clip = config["preprocessing_spec"]
+            assert standardize["per_episode"] is False and clip["max"] == -clip["min"] == vec.clip_obs
         assert math.isclose(model.lr_schedule(1.0), _start(config["optimizer_spec"]["learning_rate"]))
         units = [layer["units"] for layer in config["network_spec"]]
         assert units == list(hp["net_arch"])
@@ -105,6 +114,9 @@ def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
             assert 2 * model.vf_coef == config["weight_vf"] and model.max_grad_norm == \
                 config["optimizer_spec"]["clip_grad_norm"]
             assert model.normalize_advantage == config["standardize_advantages"]
+            if zoo_configs.is_continuous(pair) and not hp["use_sde"]:  # Both free log-stds start there.
+                assert model.policy.log_std.detach().numpy().tolist() == \
+                    [config["action_adapter_spec"]["log_std_init"]] * model.action_space.shape[0]
             if pair.algo == "ppo":
                 assert model.batch_size == update["sample_size"] and model.n_epochs == update["num_epochs"]
                 assert math.isclose(model.clip_range(1.0), _start(config["clip_ratio"]))
@@ -183,5 +195,7 @@ def test_deviations_are_named():
     assert zoo_configs.deviations(BY_NAME["dqn/CartPole-v1"]) == []
     notes = zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"])
     assert any("VecNormalize" in n for n in notes) and any("gSDE" in n for n in notes)
-    assert any("log_std_init -2.0" in n for n in notes)
+    config = zoo_configs.rlgraph_config("a2c/Pendulum-v1")
+    assert config["action_adapter_spec"]["log_std_init"] == -2.0
+    assert config["policy_spec"]["distributions_spec"]["bounded_distribution_type"] == "normal"
     assert isinstance(BY_NAME["sac/Pendulum-v1"], ZooPair)

@@ -13,6 +13,7 @@ from rlgraph.agents.agent_checkpoints import AgentCheckpoints
 from rlgraph.agents.agent_observing import AgentObserving
 from rlgraph.agents.observe_buffers import ObserveBuffers
 from rlgraph.agents.original_keys import translate_original_keys, warn_original_keys
+from rlgraph.agents.reward_scaling import RewardScaler
 from rlgraph.agents.specs import (EXECUTION_SPEC_DEFAULTS, OBSERVE_SPEC_DEFAULTS, SAVER_SPEC_DEFAULTS,
                                   NAN_CHECK_MODES, SUMMARY_SPEC_DEFAULTS, UPDATE_SPEC_DEFAULTS, check_bool, check_choice,
                                   check_dict, check_execution_spec, check_number, check_observe_spec, check_saver_spec,
@@ -149,6 +150,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         self.last_sync_timestep = 0
         self.buffers = ObserveBuffers(self.observe_spec["buffer_size"] if self.observe_spec["buffer_enabled"] else 1,
                                       n_step=self._n_step(), discount=self.discount)
+        self.reward_scaler = RewardScaler.from_spec(self.observe_spec["normalize_rewards"], owner)
         self._warned_time = False
         self._leaf_ranks: Dict[int, int] = {}  # id(space) -> rank of its first leaf (see `_batch`).
         self.root_component = None

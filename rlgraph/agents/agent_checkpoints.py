@@ -154,3 +154,5 @@ class AgentCheckpoints:
             setattr(self, key, value)
         self.max_timesteps = payload["max_timesteps"]
         self.buffers.buffers = payload["buffers"]
+        if payload.get("reward_scaler") is not None:
+            self.reward_scaler.restore(payload["reward_scaler"])

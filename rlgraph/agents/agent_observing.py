@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Hashable, Optional
 
+import numpy as np
+
 from rlgraph.agents.data_checks import DataChecks
 from rlgraph.agents.observe_buffers import Transition, stack_transitions
 from rlgraph.agents.records import to_record
@@ -46,6 +48,8 @@ class AgentObserving:
             truncated: Whether the episode ended after the (last) transition without a terminal
                 state, e.g. a time limit; the buffer is flushed then. One bool (or 0/1).
 
+        With `observe_spec.normalize_rewards` the rewards are stored scaled (`reward_scaling.py`).
+
         Raises:
             RLGraphSpaceError: If a value does not fit its space (shape, dtype kind, an action
                 outside the action space, rewards that are no numbers, terminals that are no
@@ -64,6 +68,10 @@ class AgentObserving:
             # The worker's per-step call: one transition straight into its env's buffer.
             transition = checks.transition(preprocessed_states, actions, rewards, terminals, next_states,
                                            self.timesteps)
+            if self.reward_scaler is not None:
+                scaled = self.reward_scaler.scale(env_id, np.array([transition.reward]),
+                                                  np.array([transition.terminal or truncated]))
+                transition = transition._replace(reward=float(scaled[0]))
             ready = self.buffers.add(env_id, [transition], episode_end=transition.terminal or truncated)
             self.timesteps += 1  # (After `add`, which refuses an unhashable env_id.)
             if ready:
@@ -75,6 +83,10 @@ class AgentObserving:
         record = checks.batch({"states": states, "actions": actions, "rewards": rewards, "terminals": terminals,
                                "next_states": next_states}, self.timesteps)
         count = len(record["rewards"])
+        if self.reward_scaler is not None:
+            ends = np.asarray(record["terminals"], bool).reshape(-1).copy()
+            ends[-1] |= truncated
+            record["rewards"] = self.reward_scaler.scale(env_id, np.asarray(record["rewards"]), ends)
         if not buffered:
             self._observe_graph(record)
             self.timesteps += count

@@ -69,6 +69,8 @@ def save_agent_state(directory: str, agent: Any) -> None:
              "rng": {"numpy": {"kind": kind, "pos": int(pos), "has_gauss": int(has_gauss),
                                "cached_gaussian": float(cached)},
                      "backend": "rng/backend" in arrays}}
+    if agent.reward_scaler is not None:
+        state["reward_scaler"] = agent.reward_scaler.state(lambda env_id: _encode_env_id(env_id, where))
     write_json(os.path.join(directory, STATE_FILE), state)
     with open(os.path.join(directory, ARRAYS_FILE), "wb") as handle:
         np.savez(handle, **arrays)
@@ -82,7 +84,8 @@ def load_agent_state(files: Any, agent: Any) -> Dict[str, Any]:
         agent: The agent to load into.
 
     Returns:
-        {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng", "backend"}.
+        {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng", "backend",
+        "reward_scaler" (its checked state, or None)}.
 
     Raises:
         RLGraphCheckpointError: A missing or damaged file, a state of another agent type, or a
@@ -126,8 +129,11 @@ def load_agent_state(files: Any, agent: Any) -> Dict[str, Any]:
     rng = _check_rng(rng_info, arrays, agent, state.get("backend"), where)
     buffers = {env_id: read_transitions(arrays, f"buffers/{i}", length, leaves, space, where) if length else []
                for i, (env_id, length) in enumerate(entries)}
+    scaler = None
+    if agent.reward_scaler is not None and "reward_scaler" in state:  # (Older checkpoints: it starts afresh.)
+        scaler = agent.reward_scaler.checked_state(state["reward_scaler"], _decode_env_id, where)
     return {"counters": counters, "max_timesteps": max_timesteps, "buffers": buffers, "rng": rng,
-            "backend": state.get("backend")}
+            "backend": state.get("backend"), "reward_scaler": scaler}
 
 
 def restore_rng(payload: dict, executor: Any) -> None:

@@ -27,6 +27,7 @@ UPDATE_SPEC_DEFAULTS: Dict[str, Any] = {
 OBSERVE_SPEC_DEFAULTS: Dict[str, Any] = {
     "buffer_enabled": True,
     "buffer_size": 1000,         # records per env_id before a flush into the memory
+    "normalize_rewards": False,  # scale rewards by the running std of the return (reward_scaling.py)
 }
 EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "seed": None,

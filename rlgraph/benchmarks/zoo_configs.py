@@ -12,12 +12,18 @@ How SB3's hyperparameters map onto rlgraph's agents:
 - PPO/A2C: batch_size = n_envs * n_steps (one rollout over all envs), PPO's sample_size = SB3's
   batch_size (its minibatch); weight_vf = 2 * vf_coef (rlgraph's value loss is 0.5 (V - G)^2,
   SB3's (V - G)^2); A2C's RMSprop with SB3's alpha and epsilon (both add epsilon outside the root);
+  continuous actions: SB3's Gaussian policy, a state-independent log-std from `log_std_init`
+  (`ActionAdapter(log_std_init=...)`) and unsquashed samples (`bounded_distribution_type`
+  "normal"), which the environments clip to their bounds as SB3 clips them;
 - SAC: warmup_random_steps = steps_before_update = learning_starts, a soft update (tau) after
   every gradient step; a fixed `ent_coef` is a fixed alpha (target_entropy None);
 - TD3/DDPG: random_steps = steps_before_update = learning_starts; SB3's action noise acts on
   actions scaled to [-1, 1], so its std is multiplied by the action's half-range here; its
   Ornstein-Uhlenbeck noise (theta 0.15, dt 0.01) is rlgraph's (dt 1) with theta * dt and
   sigma * sqrt(dt).
+- `normalize` (SB3's VecNormalize): a "moving-standardize" preprocessor whose statistics run over
+  the whole training (`per_episode` false) and a clip at +-10 for the states, and
+  `observe_spec.normalize_rewards` for the rewards (`rlgraph/agents/reward_scaling.py`).
 Layers are initialized as SB3's are: torch.nn.Linear's fan-in uniform draw, or orthogonal with
 gains sqrt(2) (hidden) and 0.01 (policy output) where SB3's `ortho_init` is on.
 """
@@ -41,6 +47,7 @@ THRESHOLDS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCar-v0": -110
 EVALUATIONS_PER_RUN = 20
 _FAN_IN = {"weights_spec": "fan_in_uniform", "biases_spec": "fan_in_uniform"}
 _OU_THETA, _OU_DT = 0.15, 1e-2  # SB3's OrnsteinUhlenbeckActionNoise defaults.
+_NORMALIZE_CLIP = 10.0  # VecNormalize's clip_obs and clip_reward.
 _ALGO_TYPES = {"dqn": "dqn", "ppo": "ppo", "a2c": "actor-critic", "sac": "sac", "td3": "td3", "ddpg": "ddpg"}
 
 
@@ -67,12 +74,10 @@ def deviations(pair: ZooPair) -> List[str]:
     """What of the zoo's settings rlgraph's config cannot mirror (written into its "about")."""
     hp, notes = pair.hyperparameters, []
     if hp.get("normalize"):
-        notes.append("VecNormalize (running normalization of observations and scaling of rewards): not applied")
+        notes.append("VecNormalize's observation statistics freeze during evaluations; rlgraph's "
+                     "moving-standardize also counts the evaluation episodes' states")
     if hp.get("use_sde"):
         notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
-    if pair.algo in ("ppo", "a2c") and is_continuous(pair):
-        notes.append(f"the Gaussian's log-std is an output of the policy network, not a free parameter "
-                     f"(SB3's log_std_init {hp['log_std_init']})")
     return notes
 
 
@@ -91,6 +96,10 @@ def rlgraph_config(pair: ZooPair, backend: str = "pytorch", seed: Optional[int] 
     pair = BY_NAME[pair] if isinstance(pair, str) else pair
     hp, steps = pair.hyperparameters, int(steps or pair.steps)
     config = dict(type=_ALGO_TYPES[pair.algo], backend=backend, **_AGENTS[pair.algo](pair, hp, steps))
+    if hp.get("normalize"):
+        normalize = _normalize(hp)
+        config["preprocessing_spec"] = normalize["preprocessing_spec"]
+        config["observe_spec"] = dict(config.get("observe_spec") or {}, **normalize["observe_spec"])
     execution = {"max_timesteps": steps, "torch_num_threads": threads, "tf_num_threads": threads}
     if seed is not None:
         execution["seed"] = int(seed)
@@ -104,6 +113,16 @@ def rlgraph_config(pair: ZooPair, backend: str = "pytorch", seed: Optional[int] 
         "source": f"{ZOO_SOURCE}: hyperparams/{pair.algo}.yml, {pair.env_id}; score from benchmark.md ({zoo_id})",
         "zoo_score": list(pair.published), "zoo_budget": pair.steps, "deviations": deviations(pair)}
     return config
+
+
+def _normalize(hp: Dict[str, Any]) -> dict:
+    """SB3's VecNormalize (obs and rewards, clipped at 10): states standardized by statistics over the
+    whole run, rewards scaled by the running std of the return (with the algorithm's gamma, as the
+    zoo passes it)."""
+    return {"preprocessing_spec": [{"type": "moving-standardize", "per_episode": False, "scope": "normalize"},
+                                   {"type": "clip", "min": -_NORMALIZE_CLIP, "max": _NORMALIZE_CLIP,
+                                    "scope": "clip"}],
+            "observe_spec": {"normalize_rewards": {"gamma": hp["gamma"], "clip": _NORMALIZE_CLIP}}}
 
 
 def _layers(hp: Dict[str, Any], prefix: str, init: Dict[str, Any]) -> List[dict]:
@@ -136,16 +155,21 @@ def _on_policy_layers(hp: Dict[str, Any]) -> tuple:
     return dict(_FAN_IN), dict(_FAN_IN)
 
 
-def _pg_common(hp: Dict[str, Any]) -> dict:
+def _pg_common(pair: ZooPair, hp: Dict[str, Any]) -> dict:
     hidden, head = _on_policy_layers(hp)
-    return {"discount": hp["gamma"], "gae_lambda": hp["gae_lambda"], "standardize_advantages": hp["normalize_advantage"],
-            "weight_entropy": hp["ent_coef"], "weight_vf": 2.0 * hp["vf_coef"],
-            "network_spec": _layers(hp, "", hidden), "value_function_spec": _layers(hp, "vf-", hidden),
-            "action_adapter_spec": head}
+    config = {"discount": hp["gamma"], "gae_lambda": hp["gae_lambda"],
+              "standardize_advantages": hp["normalize_advantage"], "weight_entropy": hp["ent_coef"],
+              "weight_vf": 2.0 * hp["vf_coef"], "network_spec": _layers(hp, "", hidden),
+              "value_function_spec": _layers(hp, "vf-", hidden), "action_adapter_spec": head}
+    if is_continuous(pair):
+        # SB3's Gaussian: a free log-std, actions unsquashed (the envs clip them to their bounds).
+        config["action_adapter_spec"] = dict(head, log_std_init=hp["log_std_init"])
+        config["policy_spec"] = {"distributions_spec": {"bounded_distribution_type": "normal"}}
+    return config
 
 
 def _ppo(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
-    return dict(_pg_common(hp), clip_ratio=copy.deepcopy(hp["clip_range"]),
+    return dict(_pg_common(pair, hp), clip_ratio=copy.deepcopy(hp["clip_range"]),
                 update_spec={"batch_size": num_envs(pair) * hp["n_steps"], "sample_size": hp["batch_size"],
                              "num_epochs": hp["n_epochs"]},
                 optimizer_spec={"type": "adam", "learning_rate": copy.deepcopy(hp["learning_rate"]),
@@ -153,7 +177,7 @@ def _ppo(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
 
 
 def _a2c(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
-    return dict(_pg_common(hp), update_spec={"batch_size": num_envs(pair) * hp["n_steps"]},
+    return dict(_pg_common(pair, hp), update_spec={"batch_size": num_envs(pair) * hp["n_steps"]},
                 optimizer_spec={"type": "rmsprop", "learning_rate": copy.deepcopy(hp["learning_rate"]),
                                 "decay": hp["rms_prop_alpha"], "epsilon": hp["rms_prop_eps"],
                                 "clip_grad_norm": hp["max_grad_norm"]})

@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("config", nargs="?",
                        help="agent config file (e.g. configs/dqn_cartpole.json); or give --algo and --env")
     train.add_argument("--algo", help="train this algorithm without a config file (needs --env): "
-                                      "its tuned shipped config where there is one, else its defaults")
+                                      "the zoo's config of the pair (configs/zoo/) or another shipped one where "
+                                      "there is one, else its defaults")
     train.add_argument("--env", help="environment id; replaces only the id of the config's environment, "
                                      "and stop_at_return with the id's reward_threshold (default: from the config)")
     train.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend (default: rlgraph's default)")

@@ -62,6 +62,9 @@ class ActionAdapter(Component):
       parameterization "normal": (mean, log_std) = (x1, clip(x2, -20, 2)) (for `Normal`,
       `SquashedNormal`); parameterization "beta": (alpha, beta) = (1 + softplus(x1), 1 + softplus(x2))
       (for `Beta`; both > 1, i.e. unimodal, as in Chou et al. 2017).
+      With `log_std_init` (normal only): prod(s) outputs, the mean; log_std is a trainable variable
+      "log-std" of shape s that no state changes (the PPO paper's and Stable-Baselines3's Gaussian
+      policy), started at `log_std_init` and clipped to [-20, 2] like the state-dependent one.
 
     Inputs may carry any leading ranks ([B, in] or [B, T, in]); they are kept in the outputs.
 
@@ -73,6 +76,8 @@ class ActionAdapter(Component):
         biases_spec: Initializer of its bias.
         activation: Activation of the action layer (default: linear).
         parameterization: "normal" or "beta": how FloatBox outputs are read (ignored otherwise).
+        log_std_init: None (default): the log-std is an output of the action layer; a number: a
+            state-independent trainable log-std started there (FloatBox, "normal" only).
         pre_network_spec: Layers between the network output and the action layer (the original
             RLgraph's key): a list of layer specs, one layer spec, a network spec or a
             `NeuralNetwork`; feed-forward (see `make_pre_network`). Default: none.
@@ -80,7 +85,8 @@ class ActionAdapter(Component):
 
     Raises:
         RLGraphSpaceError: If `action_space` is not a usable primitive space.
-        RLGraphSpecError: For a bad `units`, `add_units`, `parameterization` or `pre_network_spec`.
+        RLGraphSpecError: For a bad `units`, `add_units`, `parameterization`, `log_std_init` or
+            `pre_network_spec`.
 
     API:
         get_action_layer_output(nn_output): The raw action-layer output [B, units].
@@ -101,7 +107,8 @@ class ActionAdapter(Component):
 
     def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
                  biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
-                 pre_network_spec: Any = None, scope: str = "action-adapter", **kwargs):
+                 pre_network_spec: Any = None, log_std_init: Optional[float] = None, scope: str = "action-adapter",
+                 **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
         self.action_space = Space.from_spec(action_space).strip_ranks()
@@ -118,7 +125,11 @@ class ActionAdapter(Component):
         self.action_shape = tuple(self.action_space.shape)
         flat = int(np.prod(self.action_shape, dtype=np.int64))
         self.num_categories = self.action_space.num_categories if self.kind == "categorical" else 0
-        self.parameter_units = flat * {"categorical": self.num_categories, "bernoulli": 1, "continuous": 2}[self.kind]
+        self.log_std_init = self._check_log_std_init(log_std_init, name)
+        free_std = self.log_std_init is not None
+        self.parameter_units = flat * {"categorical": self.num_categories, "bernoulli": 1,
+                                       "continuous": 1 if free_std else 2}[self.kind]
+        self.log_std = None
         needed = self.add_units + self.parameter_units
         if units is not None and units != needed:
             raise RLGraphSpecError("units does not fit the action space", where=f"{name}(units)",
@@ -130,6 +141,25 @@ class ActionAdapter(Component):
         self.action_layer = DenseLayer(units=needed, weights_spec=weights_spec, biases_spec=biases_spec,
                                        activation=activation, scope="action-layer")
         self.add_components(*[c for c in (self.pre_network, self.action_layer) if c is not None])
+
+    def _check_log_std_init(self, value: Any, name: str) -> Optional[float]:
+        if value is None:
+            return None
+        if self.kind != "continuous" or self.parameterization != "normal":
+            raise RLGraphSpecError("log_std_init needs a FloatBox action and the normal parameterization",
+                                   where=f"{name}(log_std_init)", received=f"{self.action_space}, "
+                                   f"parameterization {self.parameterization!r}", hint="leave log_std_init None.")
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+                not np.isfinite(value) or not LOG_STD_MIN <= value <= LOG_STD_MAX:
+            raise RLGraphSpecError("log_std_init must be a finite number", where=f"{name}(log_std_init)",
+                                   expected=f"a number in [{LOG_STD_MIN}, {LOG_STD_MAX}], e.g. 0.0 (std 1)",
+                                   received=repr(value))
+        return float(value)
+
+    def create_variables(self, input_spaces, action_space=None):
+        if self.log_std_init is not None:
+            self.log_std = self.get_variable("log-std", shape=self.action_shape, dtype="float",
+                                             initializer=self.log_std_init, trainable=True)
 
     def check_input_spaces(self, input_spaces, action_space=None):
         super().check_input_spaces(input_spaces, action_space)
@@ -188,6 +218,9 @@ class ActionAdapter(Component):
             return reshape_last(x, self.action_shape + (self.num_categories,))
         if self.kind == "bernoulli":
             return reshape_last(x, self.action_shape)
+        if self.log_std is not None:
+            mean = reshape_last(x, self.action_shape)
+            return mean, m.zeros_like(mean) + m.clip(self.log_std, LOG_STD_MIN, LOG_STD_MAX)
         half = self.parameter_units // 2
         first, second = reshape_last(x[..., :half], self.action_shape), reshape_last(x[..., half:], self.action_shape)
         if self.parameterization == "beta":

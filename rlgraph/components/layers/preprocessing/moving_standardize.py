@@ -29,6 +29,10 @@ class MovingStandardize(PreprocessLayer):
         batch_size: The acting batch size. The statistics are pooled over all rows, so it does not
             change the maths; it is kept (and validated) for specs written for the reference API.
         epsilon: Added to the std to avoid dividing by zero (e.g. for the first single input).
+        per_episode: True (default, as the reference): `reset` zeroes the statistics, and agents
+            reset their preprocessors at episode starts. False: the statistics run over the whole
+            training (what Stable-Baselines3's VecNormalize keeps for observations); `reset`
+            leaves them.
         scope: Default "moving-standardize".
 
     Raises:
@@ -37,7 +41,7 @@ class MovingStandardize(PreprocessLayer):
 
     API:
         apply(inputs): The standardized inputs.
-        reset(): Zeroes count, mean and M2.
+        reset(): Zeroes count, mean and M2 (with per_episode; else nothing).
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox
@@ -47,7 +51,8 @@ class MovingStandardize(PreprocessLayer):
     [[-1.0], [1.0]]
     """
 
-    def __init__(self, batch_size: int = 1, epsilon: float = 1e-8, scope: str = "moving-standardize", **kwargs):
+    def __init__(self, batch_size: int = 1, epsilon: float = 1e-8, per_episode: bool = True,
+                 scope: str = "moving-standardize", **kwargs):
         super().__init__(scope=scope, **kwargs)
         where = type(self).__name__
         if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
@@ -56,9 +61,13 @@ class MovingStandardize(PreprocessLayer):
         if not isinstance(epsilon, (int, float, np.floating)) or isinstance(epsilon, bool) or epsilon <= 0:
             raise RLGraphSpecError("epsilon must be a positive number", where=f"{where}(epsilon)",
                                    received=repr(epsilon))
+        if not isinstance(per_episode, (bool, np.bool_)):
+            raise RLGraphSpecError("per_episode must be a bool", where=f"{where}(per_episode)",
+                                   received=repr(per_episode))
         self.batch_size = int(batch_size)
         self.epsilon = float(epsilon)
-        self.stateful = True
+        self.per_episode = bool(per_episode)
+        self.stateful = self.per_episode
         self.count = None
         self.mean = None
         self.m2 = None
@@ -135,6 +144,8 @@ class MovingStandardize(PreprocessLayer):
 
     @graph_fn
     def _graph_fn_reset(self):
+        if not self.per_episode:
+            return None
         if get_backend() == "tf":
             import tensorflow as tf
             for variable in (self.count, self.mean, self.m2):
