@@ -4,6 +4,7 @@ log, pair selection, the TF subset and the markdown writer."""
 import argparse
 import json
 
+import numpy as np
 import pytest
 from sb3_peer_helpers import needs_sb3
 
@@ -184,3 +185,30 @@ def test_a_failed_run_is_reported_and_left_out_of_the_log(tmp_path):
     assert run_jobs([bad], 1, str(log), run=zoo.run_zoo_job, label=zoo._label, failures=failures) == []
     assert failures == [dict(bad, error="KeyError: 'dqn/NoSuchEnv-v0'")]
     assert log.read_text() == ""  # The next invocation runs it again.
+
+
+def test_an_evaluation_leaves_the_running_state_statistics_as_they_were(backend):
+    """a2c/Acrobot-v1 normalizes its states (the zoo's VecNormalize) with running statistics,
+    which every get_action updates: the study's evaluations must not."""
+    from rlgraph.benchmarks import zoo_configs
+    from rlgraph.benchmarks.learning_runs import preprocessor_kept
+    from rlgraph.benchmarks.zoo_table import BY_NAME
+    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    config = zoo_configs.rlgraph_config(BY_NAME["a2c/Acrobot-v1"], backend=backend, seed=1, steps=1000)
+    agent, _ = make_agent_and_env(resolve_config(config))
+    try:
+        states = np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32)
+        agent.get_action(states)  # Training's states: count 8.
+        names = [name for name in agent.graph_executor.get_weights() if "/preprocessor-stack/" in name]
+        training = agent.get_weights(names)
+        assert sorted(name.rsplit("/", 1)[1] for name in names) == ["count", "m2", "mean"]
+        count = next(name for name in names if name.endswith("/count"))
+        assert training[count] == 8
+        with preprocessor_kept(agent):
+            agent.get_action(states * 3.0 + 1.0, use_exploration=False)
+            assert agent.get_weights([count])[count] == 16  # Moved while evaluating...
+        after = agent.get_weights(names)
+        for name in names:  # ... and back afterwards.
+            np.testing.assert_array_equal(after[name], training[name])
+    finally:
+        agent.terminate()

@@ -5,6 +5,7 @@ benchmark (`zoo.py`) runs with its own configs and models.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from typing import Any, Callable, List, Optional, Tuple
@@ -119,7 +120,8 @@ def evaluated_run(job: dict, env_id: str, to_env_action: Callable[[Any], Any], t
 
 def train_rlgraph(config: dict, num_envs: int, job: dict, evaluate: Callable) -> int:
     """Builds rlgraph's agent from `config` and trains it in a `SingleThreadedWorker` on `num_envs`
-    envs (seeded with job["seed"]) for job["steps"] env steps, evaluating every job["eval_interval"]."""
+    envs (seeded with job["seed"]) for job["steps"] env steps, evaluating every job["eval_interval"]
+    (the preprocessor's variables, e.g. running statistics, are as before each evaluation after it)."""
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.training import make_agent_and_env, resolve_config
     agent, env_spec = make_agent_and_env(resolve_config(config))
@@ -133,11 +135,30 @@ def train_rlgraph(config: dict, num_envs: int, job: dict, evaluate: Callable) ->
         while done < job["steps"]:
             chunk = min(job["eval_interval"], job["steps"] - done)
             done += worker.execute_timesteps(chunk, reset=done == 0)["timesteps_executed"]
-            evaluate(done, act)
+            with preprocessor_kept(agent):
+                evaluate(done, act)
     finally:
         worker.terminate()
         agent.terminate()
     return done
+
+
+@contextlib.contextmanager
+def preprocessor_kept(agent: Any):
+    """Puts the variables of `agent`'s preprocessor back as they were when the block started.
+
+    An evaluation must leave training as it was: a preprocessor with running statistics (the zoo's
+    VecNormalize, a "moving-standardize" layer) merges every state it sees into them, whereas
+    SB3's evaluation (`zoo_configs.sb3_act`) only reads its VecNormalize's.
+    """
+    scope = agent.root_component.preprocessor.global_scope + "/"
+    names = [name for name in agent.graph_executor.get_weights() if name.startswith(scope)]
+    before = agent.get_weights(names) if names else {}
+    try:
+        yield
+    finally:
+        if before:
+            agent.set_weights(before)
 
 
 def train_sb3(model: Any, act: Callable[[np.ndarray], Any], job: dict, evaluate: Callable) -> int:
