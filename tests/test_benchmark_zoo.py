@@ -72,7 +72,8 @@ def test_quick_study_logs_every_run_and_its_table_is_rl_statistics_of_the_runs(q
     assert docs.startswith("# Performance\n\nbefore\n\n") and docs.endswith(f"{zoo_report.END}\n\nafter\n")
     assert "old" not in docs and "| dqn/CartPole-v1 | 1,000 | 500.0 ± 0.0 |" in docs
     for env in ("cartpole-v1", "pendulum-v1"):
-        assert f"](images/zoo-{env}.png)" in docs and (folder / "docs" / "images" / f"zoo-{env}.png").stat().st_size > 1000
+        assert f"](images/zoo-{env}.png)" in docs
+        assert (folder / "docs" / "images" / f"zoo-{env}.png").stat().st_size > 1000
 
 
 def test_quick_study_resumes_from_its_log_and_merges(quick_study, monkeypatch):
@@ -107,7 +108,8 @@ def test_resume_runs_only_what_the_log_lacks(tmp_path, monkeypatch):
         return [_fake_run(job) for job in jobs]
 
     monkeypatch.setattr(zoo, "run_jobs", fake_run_jobs)
-    first = zoo.main(["--pairs", "dqn/CartPole-v1", "--seeds", "1", "--steps", "100", "--out", str(tmp_path / "z.json")])
+    first = zoo.main(["--pairs", "dqn/CartPole-v1", "--seeds", "1", "--steps", "100",
+                      "--out", str(tmp_path / "z.json")])
     assert sorted(ran) == [("rlgraph-pytorch", 1), ("sb3", 1)] and first["reused"] == 0
     log = tmp_path / "z.runs.jsonl"
     other_budget = dict(_fake_run(first["runs"][0]), seed=2, steps=200)  # Another budget: not reused.

@@ -255,14 +255,16 @@ def report(result: dict, out: Optional[str]) -> dict:
     path = write_results(result, out)
     if path:
         plot = os.path.splitext(path)[0] + ".png"
-        stats.plot_curves_with_ci(group_curves(result["runs"]), plot, title=f"{result['algo']} on {algo.env_id}: mean greedy return, 95% CI",
+        stats.plot_curves_with_ci(group_curves(result["runs"]), plot,
+                                  title=f"{result['algo']} on {algo.env_id}: mean greedy return, 95% CI",
                                   threshold=algo.threshold)
         result["plot"] = plot
         print(f"wrote {path} and {plot}")
     return result
 
 
-def group_curves(runs: List[dict], group: Callable[[dict], str] = group_name) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
+def group_curves(runs: List[dict], group: Callable[[dict], str] = group_name
+                 ) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
     """{group: (steps [points], evaluation curves [runs, points])} of `runs`, for `plot_curves_with_ci`."""
     groups = group_runs(runs, group)
     curves = {}

@@ -185,8 +185,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
         args.evaluations, args.eval_episodes, args.eval_interval = QUICK["evaluations"], QUICK["eval_episodes"], None
     _check_positive(args)
     args.backends = select_backends(args.backends, where="rlgraph benchmark zoo --backends")
-    args.budgets = {p.name: QUICK["steps"][p.name] if args.quick else args.steps or max(1, round(p.steps * args.steps_scale))
-                    for p in args.pairs}
+    args.budgets = {p.name: QUICK["steps"][p.name] if args.quick else
+                    args.steps or max(1, round(p.steps * args.steps_scale)) for p in args.pairs}
     args.hyperparameters = {p.name: dict(p.hyperparameters, **(QUICK["hyperparameters"][p.name] if args.quick else {}))
                             for p in args.pairs}
     from rlgraph.benchmarks.sb3_peer import require_sb3
@@ -198,8 +198,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
         if args.fresh and os.path.exists(log_path):
             os.remove(log_path)
     pending, reused = split_finished(jobs, log_path)
+    at_once = f", {min(args.jobs, len(pending))} at a time" if pending else ""
     print(f"{len(jobs)} runs ({len(args.pairs)} pairs x {len(args.seeds)} seeds): {len(reused)} of them in {log_path} "
-          f"already, {len(pending)} to run" + (f", {min(args.jobs, len(pending))} at a time" if pending else ""), flush=True)
+          f"already, {len(pending)} to run{at_once}", flush=True)
     start, failures = time.perf_counter(), []
     runs = run_jobs(pending, min(args.jobs, len(pending)), log_path, run=run_zoo_job, label=_label,
                     failures=failures, initializer=warm_imports) if pending else []

@@ -51,7 +51,8 @@ def table_rows(summary: Dict[str, dict]) -> List[List[str]]:
         sb3 = libraries.get(SB3)
         for library in sorted(lib for lib in libraries if lib != SB3) or ["-"]:
             mine = libraries.get(library)
-            rows.append([name, f"{entry['steps']:,}", f"{entry['published']['mean']:.1f} ± {entry['published']['std']:.1f}",
+            published = entry["published"]
+            rows.append([name, f"{entry['steps']:,}", f"{published['mean']:.1f} ± {published['std']:.1f}",
                          _iqm(sb3), library, _iqm(mine), _poi(mine), _seconds(sb3), _seconds(mine),
                          f"{mine['runs'] if mine else 0}/{sb3['runs'] if sb3 else 0}"])
     return rows
@@ -74,6 +75,7 @@ def _seconds(entry: Optional[dict]) -> str:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured markdown table (cells as they are: no "|" in them)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
 
