@@ -7,6 +7,7 @@ transitions folded into n-step records by `ObserveBuffers`, records of two envs 
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from rlgraph.components.memories.frame_pool import FRAME_INDEX_BYTES
 from rlgraph.components.memories.frame_replay import FrameReplay, frame_replay_bytes
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError, RLGraphSpecError
 
 
 class StackingEnv:
@@ -216,5 +217,42 @@ def test_clear_errors():
     record["next_states"] = np.zeros((2, 84, 84, 4), np.float32)
     with pytest.raises(RLGraphSpaceError, match=r"leaf '/next_states' has the wrong dtype.*Expected uint8"):
         memory.insert_records(record)
-    with pytest.raises(RLGraphError, match=r"FrameReplay.save: saving and loading a frame replay is not supported"):
-        memory.save("/tmp/never-written")
+
+
+def test_save_and_load_continue_the_same_batches(tmp_path):
+    """A saved and loaded frame replay (record space given or inferred) goes on exactly as a saved and
+    loaded naive one; the file holds each stored frame once."""
+    records, _ = make_records(seed=4, num_envs=2, n_step=3, steps=200)
+    naive = MemPrioritizedReplay(capacity=23, alpha=0.6, beta=0.4, seed=1)
+    frames = FrameReplay(capacity=23, alpha=0.6, beta=0.4, seed=1)
+    assert_same_batches(naive, frames, records[:25], seed=1)
+    naive_file, frames_file = naive.save(str(tmp_path / "naive")), frames.save(str(tmp_path / "frames"))
+    naive = MemPrioritizedReplay(capacity=23, alpha=0.6, beta=0.4, seed=8)
+    naive.load(naive_file)
+    for record_space in (None, frames.record_space):
+        loaded = FrameReplay(capacity=23, alpha=0.6, beta=0.4, seed=9, record_space=record_space)
+        assert loaded.check_file(frames_file) == 23
+        loaded.load(frames_file)
+        assert loaded.pool.live == frames.pool.live == distinct_frames(naive, 4)
+    assert_same_batches(naive, loaded, records[25:], seed=2)
+    with np.load(frames_file) as stored:
+        assert len(stored["frames"]) == frames.pool.live and stored["frame_ids"].shape == (23, 2, 4)
+
+
+def test_files_of_another_memory_are_refused(tmp_path):
+    records, _ = make_records(seed=4, num_envs=1, n_step=1, steps=40)
+    frames = FrameReplay(capacity=8, seed=1)
+    for record in records:
+        frames.insert_records(record)
+    path = frames.save(str(tmp_path / "frames"))
+    with pytest.raises(RLGraphCheckpointError, match="frame replay of another capacity or frame_stack"):
+        FrameReplay(capacity=8, frame_stack=2).load(path)
+    with pytest.raises(RLGraphCheckpointError):
+        MemPrioritizedReplay(capacity=8).load(path)
+    with np.load(path) as stored:
+        values = dict(stored)
+    values["frame_ids"][0, 0, 0] = len(values["frames"])  # An id past the frames.
+    np.savez(str(tmp_path / "damaged.npz"), **values)
+    with pytest.raises(RLGraphCheckpointError, match=r"FrameReplay.load: damaged frames or frame ids"):
+        FrameReplay(capacity=8).load(str(tmp_path / "damaged.npz"))
+    assert os.path.exists(path)

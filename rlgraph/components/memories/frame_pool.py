@@ -157,19 +157,28 @@ class FramePool:
     def release(self, ids: np.ndarray) -> None:
         """Removes one reference from each of `ids`; frames left without one are forgotten."""
         for frame_id in np.asarray(ids, dtype=np.int64).ravel():
-            count = self.refcount[frame_id] - 1
-            self.refcount[frame_id] = count
-            if count > 0:
-                continue
-            key = int(self.keys[frame_id])
-            entry = self.index[key]
-            if isinstance(entry, int):
-                del self.index[key]
-            else:
-                entry.remove(int(frame_id))
-                self.index[key] = entry[0] if len(entry) == 1 else entry
-            self.free.append(int(frame_id))
-            self.live -= 1
+            self.refcount[frame_id] -= 1
+            if self.refcount[frame_id] == 0:
+                self._forget(int(frame_id))
+
+    def recount(self, ids: np.ndarray) -> None:
+        """Sets the reference counts to the number of times each frame occurs in `ids` (all references
+        there are); frames that do not occur are forgotten."""
+        counts = np.bincount(np.asarray(ids, dtype=np.int64).ravel(), minlength=len(self.refcount))
+        for frame_id in np.flatnonzero((counts == 0) & (self.refcount > 0)).tolist():
+            self._forget(frame_id)  # (Free slots have a count of 0 already.)
+        self.refcount[:] = counts
+
+    def _forget(self, frame_id: int) -> None:
+        key = int(self.keys[frame_id])
+        entry = self.index[key]
+        if isinstance(entry, int):
+            del self.index[key]
+        else:
+            entry.remove(frame_id)
+            self.index[key] = entry[0] if len(entry) == 1 else entry
+        self.free.append(frame_id)
+        self.live -= 1
 
     def gather(self, ids: np.ndarray) -> np.ndarray:
         """The frames of `ids` (any shape S): [*S, *frame_shape]."""

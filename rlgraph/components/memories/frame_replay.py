@@ -14,10 +14,12 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from rlgraph.components.memories.frame_pool import FramePool, pool_bytes
-from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
+from rlgraph.components.memories.mem_prioritized_replay import _RECORD_PREFIX, MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_available_memory, format_bytes, record_bytes
-from rlgraph.spaces import BoxSpace, Space
-from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.spaces import BoxSpace, Space, get_space_from_op
+from rlgraph.utils.nest import unflatten_op
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphSpaceError, RLGraphSpecError
+from rlgraph.utils.safe_npz import ArraySpec
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +88,11 @@ class FrameReplay(MemPrioritizedReplay):
     interleaved are all rebuilt as they came in. A frame stays in the pool as long as any stored
     record refers to it: when the ring overwrites a record, only the frames no other record shows
     are released, so the oldest records' stacks (whose first frames were brought by records long
-    overwritten) are still whole and can be sampled like any other.
+    overwritten) are still whole and can be sampled like any other. The pool is allocated for
+    `frame_capacity` frames; records that show more distinct frames at once (many very short
+    episodes) make it grow by a block, with a warning, rather than be dropped.
+
+    `save`/`load` write and read the frames once each, with the ids of the records' frames.
 
     Args:
         capacity, alpha, beta, epsilon, record_space, seed: As `MemPrioritizedReplay`.
@@ -206,23 +212,58 @@ class FrameReplay(MemPrioritizedReplay):
         return (self.pool.nbytes + self.frame_ids.nbytes + sum(s.nbytes for s in self.storage.values()) +
                 self._tree_bytes())
 
-    # --- Persistence (not yet) -------------------------------------------------------------------
-    def _no_files(self, method: str) -> None:
-        raise RLGraphError("saving and loading a frame replay is not supported yet", where=f"{type(self).__name__}."
-                           f"{method}", hint="store the agent without its replay, or use MemPrioritizedReplay "
-                           "where replay snapshots are needed.")
+    # --- Persistence -----------------------------------------------------------------------------
+    # A file holds what `MemPrioritizedReplay.save` writes for the other leaves, plus "frames" [F, *frame
+    # shape] (each frame a stored record shows, once), "frame_ids" [capacity, 2, frame_stack] (indices
+    # into "frames"; -1 beyond the size) and "frame_stack".
+    def _file_values(self, extra: Optional[Dict[str, int]]) -> Dict[str, np.ndarray]:
+        values = super()._file_values(extra)
+        stored = self.frame_ids[:self.size]  # (The ring fills 0, 1, ... first: slots from `size` on are empty.)
+        live, compact = np.unique(stored, return_inverse=True)
+        ids = np.full_like(self.frame_ids, -1)
+        ids[:self.size] = compact.reshape(stored.shape)
+        values.update(frames=self.pool.gather(live), frame_ids=ids, frame_stack=np.int64(self.frame_stack))
+        return values
 
-    def save(self, path: str, extra: Optional[Dict[str, int]] = None) -> str:
-        self._no_files("save")
+    def _file_specs(self) -> Dict[str, ArraySpec]:
+        frames = ArraySpec((None, Ellipsis), "biuf") if self.pool is None else \
+            ArraySpec((None,) + self.pool.frame_shape, self.pool.dtype.kind, self.pool.dtype,
+                      mismatch="the file's frames do not fit this memory")
+        return {"frames": frames, "frame_ids": ArraySpec((self.capacity, 2, self.frame_stack), "i", np.int32,
+                                            mismatch="the file was written by a frame replay of another capacity "
+                                                     "or frame_stack"),
+                "frame_stack": ArraySpec((), "iu")}
 
-    def load(self, path: Any) -> None:
-        self._no_files("load")
-
-    def check_file(self, path: Any, full: bool = False) -> Any:
-        self._no_files("check_file")
+    def _read_file(self, source: Any, where: str) -> tuple:
+        values, state = super()._read_file(source, where)
+        frames, ids, size = values["frames"], values["frame_ids"], state["size"]
+        if int(values["frame_stack"]) != self.frame_stack:
+            raise RLGraphCheckpointError("the file was written by a frame replay of another frame_stack", where=where,
+                                         expected=self.frame_stack, received=int(values["frame_stack"]))
+        if frames.ndim < 2 or len(frames) > 2 * self.frame_stack * self.capacity or \
+                (size and (ids[:size].min() < 0 or ids[:size].max() >= len(frames))) or np.any(ids[size:] != -1):
+            raise RLGraphCheckpointError("damaged frames or frame ids", where=where,
+                                         expected=f"at most {2 * self.frame_stack * self.capacity} frames, ids of "
+                                                  f"the {size} records indexing them, -1 after",
+                                         received=f"{frames.dtype} {frames.shape}")
+        if self.record_space is None:  # Inferred from the other leaves: the states come from the frames.
+            state_shape = frames.shape[1:-1] + (frames.shape[-1] * self.frame_stack,)
+            flat = {key[len(_RECORD_PREFIX):]: value[:1] for key, value in values.items()
+                    if key.startswith(_RECORD_PREFIX)}
+            flat.update({key: np.zeros((1,) + state_shape, frames.dtype) for key in STACKED_KEYS})
+            state["record_space"] = get_space_from_op(unflatten_op(flat), add_batch_rank=True).strip_ranks()
+        return values, state
 
     def restore(self, checked: tuple) -> None:
-        self._no_files("restore")
+        values, state = checked
+        super().restore(checked)
+        self.pool.clear()
+        self.frame_ids[...] = -1
+        size = state["size"]
+        if size:
+            ids = self.pool.acquire(values["frames"])[values["frame_ids"][:size]]
+            self.pool.recount(ids)
+            self.frame_ids[:size] = ids
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(capacity={self.capacity}, alpha={self.alpha}, beta={self.beta}, "

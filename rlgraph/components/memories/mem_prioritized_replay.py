@@ -262,6 +262,10 @@ class MemPrioritizedReplay:
             raise RLGraphCheckpointError("nothing to save: the record space is not known yet",
                                          where=f"{type(self).__name__}.save",
                                          hint="pass record_space to the constructor or insert records first")
+        return write_npz(path, self._file_values(extra))
+
+    def _file_values(self, extra: Optional[Dict[str, int]]) -> Dict[str, np.ndarray]:
+        """The arrays `save` writes (subclasses add theirs; `_file_specs` names them for reading)."""
         kind, keys, pos, has_gauss, cached = self.rng.get_state()
         values = {_RECORD_PREFIX + key: store for key, store in self.storage.items()}
         values.update(priorities=self.tree.leaves(),
@@ -270,7 +274,11 @@ class MemPrioritizedReplay:
                       rng_keys=keys, rng_position=np.int64(pos), rng_has_gauss=np.int64(has_gauss),
                       rng_cached_gaussian=np.float64(cached))
         values.update({_EXTRA_PREFIX + name: np.int64(value) for name, value in (extra or {}).items()})
-        return write_npz(path, values)
+        return values
+
+    def _file_specs(self) -> Dict[str, ArraySpec]:
+        """`ArraySpec`s of the arrays a subclass adds to the file (checked before they are read)."""
+        return {}
 
     def load(self, path: Any) -> None:
         """Restores a memory written by `save` (a path, or the file's bytes); on any error the memory
@@ -317,7 +325,7 @@ class MemPrioritizedReplay:
                         "max_priority": "f", "rng_cached_gaussian": "f"}
         expected = {name: ArraySpec((), kinds) for name, kinds in scalar_kinds.items()}
         expected.update(config=ArraySpec((3,), "f"), priorities=ArraySpec((self.tree.capacity,), "f"),
-                        rng_keys=ArraySpec((624,), "u", np.uint32))
+                        rng_keys=ArraySpec((624,), "u", np.uint32), **self._file_specs())
         if self.record_space is not None:
             expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype,
                                                              mismatch="the file's records do not fit this memory")
