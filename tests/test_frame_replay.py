@@ -256,3 +256,40 @@ def test_files_of_another_memory_are_refused(tmp_path):
     with pytest.raises(RLGraphCheckpointError, match=r"FrameReplay.load: damaged frames or frame ids"):
         FrameReplay(capacity=8).load(str(tmp_path / "damaged.npz"))
     assert os.path.exists(path)
+
+
+def _dqn(memory_type, tmp_path=None):
+    from rlgraph.agents import Agent
+    return Agent.from_spec(dict(
+        type="dqn", network_spec=[{"type": "reshape", "flatten": True}, {"type": "dense", "units": 8}],
+        preprocessing_spec=[{"type": "sequence", "sequence_length": 2, "add_rank": False}],
+        memory_spec={"type": memory_type, "capacity": 16, "alpha": 0.6, "beta": 0.4}, n_step=2,
+        update_spec={"batch_size": 4, "steps_before_update": 0, "update_interval": 1}, execution_spec={"seed": 1}),
+        state_space=IntBox(0, 256, shape=(3, 3, 1), dtype="uint8"), action_space=IntBox(2), backend="pytorch")
+
+
+def test_dqn_learns_the_same_from_both_memories(caplog):
+    """A DQN agent with memory_spec "frame-replay" (frame_stack from its "sequence" preprocessor) is
+    allocated and logged at build, and learns exactly as with "mem-prioritized-replay"."""
+    with caplog.at_level(logging.INFO, logger="rlgraph.components.memories.frame_replay"):
+        frames = _dqn("frame-replay")
+    assert isinstance(frames.replay.memory, FrameReplay) and frames.replay.memory.frame_stack == 2
+    assert "FrameReplay: capacity 16 (33 frames of (3, 3, 1) uint8, 2 per state)" in caplog.text
+    naive = _dqn("mem-prioritized-replay")
+    rng = np.random.RandomState(0)
+    agents = (naive, frames)
+    states = [agent.preprocess_states(np.zeros((3, 3, 1), np.uint8)) for agent in agents]
+    losses = [[], []]
+    for t in range(24):
+        frame, reward, terminal = rng.randint(0, 256, size=(3, 3, 1)).astype(np.uint8), rng.rand(), t % 7 == 6
+        for i, agent in enumerate(agents):
+            next_state = agent.preprocess_states(frame)
+            agent.observe(states[i], np.int64(t % 2), None, reward, next_state, terminal)
+            states[i] = next_state
+            if terminal:
+                agent.reset()
+                states[i] = agent.preprocess_states(frame)
+            if t >= 16:
+                losses[i].append(agent.update()[1])
+    assert frames.memory_size() == naive.memory_size() == 16
+    assert len(losses[0]) == 8 and np.array_equal(losses[0], losses[1])

@@ -135,6 +135,19 @@ class FrameReplay(MemPrioritizedReplay):
             self.frame_capacity = default_frame_capacity(self.capacity)
 
     # --- Storage ---------------------------------------------------------------------------------
+    def allocate(self, record_space: Space) -> None:
+        """Allocates the storage for records of `record_space` now, not at the first insert: the bytes
+        are logged, or refused with the figure when they exceed the memory available.
+
+        Raises:
+            RLGraphSpecError: Storage already allocated, or too large.
+            RLGraphSpaceError: As the constructor's `record_space`.
+        """
+        if self.record_space is not None:
+            raise RLGraphSpecError("the storage is allocated already", where=f"{type(self).__name__}.allocate",
+                                   received=str(record_space), hint="pass record_space once (or to the constructor).")
+        self._allocate(record_space.strip_ranks())
+
     def _allocate(self, record_space: Space) -> None:
         name = type(self).__name__
         flat = record_space.flatten()
