@@ -293,3 +293,43 @@ def test_dqn_learns_the_same_from_both_memories(caplog):
                 losses[i].append(agent.update()[1])
     assert frames.memory_size() == naive.memory_size() == 16
     assert len(losses[0]) == 8 and np.array_equal(losses[0], losses[1])
+
+
+def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
+    """Ape-X: memory_spec type "frame-replay" is checked with its keys, and a frame shard serves
+    the batches of a plain one, also after a restart from its snapshot."""
+    from rlgraph.execution.ray.apex.replay_shard import ReplayShard
+    from rlgraph.execution.ray.specs import split_ray_spec
+    ray_spec = {"apex_replay_spec": {"memory_spec": {"type": "frame_replay", "capacity": 40, "frame_stack": 4}}}
+    _, spec = split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
+    assert spec["apex_replay_spec"]["memory_spec"] == {"type": "frame-replay", "capacity": 40, "alpha": 0.6,
+                                                       "beta": 0.4, "epsilon": 1e-6, "frame_stack": 4,
+                                                       "frame_capacity": None}
+    ray_spec["apex_replay_spec"]["memory_spec"] = {"capacity": 40, "frame_stack": 4}
+    with pytest.raises(RLGraphSpecError, match=r"unknown key\(s\) \['frame_stack'\] in memory_spec"):
+        split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
+    records, _ = make_records(seed=6, num_envs=2, n_step=3, steps=120)
+    plain = {"capacity": 20, "alpha": 0.6, "beta": 0.4}
+    framed = dict(plain, type="frame-replay", frame_stack=4)
+    path = str(tmp_path / "shard.npz")
+    naive = ReplayShard(0, plain, batch_size=4, min_sample_memory_size=1, seed=3)
+    frames = ReplayShard(0, framed, batch_size=4, min_sample_memory_size=1, seed=3, snapshot_interval=25,
+                         snapshot_path=path)
+    rng = np.random.RandomState(1)
+    for i, record in enumerate(records):
+        if i == len(records) // 2:  # The shard restarts from its snapshot; the plain one reloads the same state.
+            frames.snapshot()
+            naive.memory.save(str(tmp_path / "naive.npz"))
+            frames = ReplayShard(0, framed, batch_size=4, min_sample_memory_size=1, seed=3, restore_from=path)
+            naive = ReplayShard(0, plain, batch_size=4, min_sample_memory_size=1, seed=3)
+            naive.load(str(tmp_path / "naive.npz"))
+        priorities = rng.exponential(size=len(record["rewards"]))
+        assert naive.add({"records": record, "priorities": priorities}) == \
+            frames.add({"records": record, "priorities": priorities})
+        batches = naive.sample(), frames.sample()
+        assert sorted(batches[0]) == sorted(batches[1])
+        assert all(np.array_equal(batches[0][key], batches[1][key]) for key in batches[0])
+        new = rng.exponential(size=4)
+        naive.update_priorities(batches[0]["indices"], new)
+        frames.update_priorities(batches[1]["indices"], new)
+    assert isinstance(frames.memory, FrameReplay)

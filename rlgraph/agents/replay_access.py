@@ -25,7 +25,7 @@ import numpy as np
 
 from rlgraph.agents.specs import check_number, check_spec
 from rlgraph.components.component import Component
-from rlgraph.components.memories.frame_replay import FrameReplay
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_memory_size
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
@@ -38,7 +38,6 @@ MEMORY_FILE = "python_memory.npz"
 # memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph, and its keys.
 PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
 PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed")
-FRAME_MEMORY_TYPES = ("frame-replay", "frame-prioritized-replay")
 FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS + ("frame_stack", "frame_capacity")
 
 

@@ -23,6 +23,8 @@ from rlgraph.utils.safe_npz import ArraySpec
 
 logger = logging.getLogger(__name__)
 
+# memory_spec types (after "_" -> "-", lower case) that make a `FrameReplay` (agents' numpy replay, Ape-X shards).
+FRAME_MEMORY_TYPES = ("frame-replay", "frame-prioritized-replay")
 STACKED_KEYS = ("/states", "/next_states")  # The flat record leaves whose frames go to the pool.
 
 
