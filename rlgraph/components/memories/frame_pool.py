@@ -110,12 +110,21 @@ class FramePool:
                                    expected=f"{self.dtype} [N, *{self.frame_shape}]",
                                    received=f"{frames.dtype} {frames.shape}")
         rows = np.ascontiguousarray(frames).reshape(len(frames), -1).view(np.uint8)
-        ids = np.empty(len(rows), dtype=np.int32)
-        for i, key in enumerate(self._hash(rows).tolist()):
-            frame_id = self._find(key, rows[i])
-            ids[i] = self._store(key, rows[i]) if frame_id < 0 else frame_id
+        keys = self._hash(rows)
+        # Consecutive stacks share most frames: each key of the batch is looked up once, for its first row,
+        # and the other rows with that key are checked to be that row's bytes (vectorized).
+        unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        found = [self._find_or_store(key, rows[row]) for key, row in zip(unique_keys.tolist(), first.tolist())]
+        ids = np.asarray(found, dtype=np.int32)[inverse.ravel()]
+        words = rows.view(np.uint64) if self.frame_nbytes % 8 == 0 else rows
+        for i in np.flatnonzero(~(words == words[first[inverse.ravel()]]).all(axis=1)).tolist():
+            ids[i] = self._find_or_store(int(keys[i]), rows[i])  # A hash collision within the batch.
         np.add.at(self.refcount, ids, 1)
         return ids
+
+    def _find_or_store(self, key: int, row: np.ndarray) -> int:
+        frame_id = self._find(key, row)
+        return self._store(key, row) if frame_id < 0 else frame_id
 
     def _hash(self, rows: np.ndarray) -> np.ndarray:
         """uint64 keys of `rows` [N, frame_nbytes] uint8: sum_j word_j * w_j (mod 2^64) over 8-byte
@@ -156,10 +165,10 @@ class FramePool:
 
     def release(self, ids: np.ndarray) -> None:
         """Removes one reference from each of `ids`; frames left without one are forgotten."""
-        for frame_id in np.asarray(ids, dtype=np.int64).ravel():
-            self.refcount[frame_id] -= 1
-            if self.refcount[frame_id] == 0:
-                self._forget(int(frame_id))
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        np.subtract.at(self.refcount, ids, 1)
+        for frame_id in np.unique(ids[self.refcount[ids] == 0]).tolist():
+            self._forget(frame_id)
 
     def recount(self, ids: np.ndarray) -> None:
         """Sets the reference counts to the number of times each frame occurs in `ids` (all references
