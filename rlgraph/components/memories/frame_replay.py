@@ -97,7 +97,13 @@ class FrameReplay(MemPrioritizedReplay):
     `save`/`load` write and read the frames once each, with the ids of the records' frames.
 
     Args:
-        capacity, alpha, beta, epsilon, record_space, seed: As `MemPrioritizedReplay`.
+        capacity: The maximum number of records.
+        alpha: The prioritization exponent in [0, 1] (0: uniform sampling, the plain mode).
+        beta: The importance-weight exponent in [0, 1].
+        epsilon: Added to |priority| in `update_records`.
+        record_space: The space of one record (ranks are stripped); None: inferred from the
+            first `insert_records` batch (or given later to `allocate`).
+        seed: Seed of the memory's own `np.random.RandomState`.
         frame_stack: Frames per state, stacked along the last axis: states [..., frame_stack * C].
         frame_capacity: Frames allocated up front (default `default_frame_capacity(capacity)`).
 
