@@ -152,6 +152,26 @@ def test_pool_grows_when_episodes_are_short():
     assert frames.pool.capacity > 16 and len(frames.pool.blocks) > 1
 
 
+def test_a_pool_that_cannot_grow_refuses_the_insert_and_changes_nothing(monkeypatch):
+    records, _ = make_records(seed=9, num_envs=1, n_step=1, steps=150, frame_shape=(5, 5, 1))
+    naive = MemPrioritizedReplay(capacity=16, alpha=0.7, beta=0.5, seed=1)
+    frames = FrameReplay(capacity=16, alpha=0.7, beta=0.5, seed=1, frame_capacity=16)
+    for memory in (naive, frames):
+        memory.insert_records(records[0])  # (Allocated while there is memory.)
+    monkeypatch.setattr(memory_size, "available_memory_bytes", lambda: 100)
+    for i, record in enumerate(records[1:], start=1):
+        try:
+            frames.insert_records(record)
+        except RLGraphSpecError as error:
+            assert "FrameReplay.insert_records: growing the frame pool to 32 frames needs ~" in str(error)
+            break
+        naive.insert_records(record)
+    assert 0 < i < len(records) - 1 and frames.pool.capacity == 16
+    monkeypatch.undo()  # Memory is back: the same stream goes on from the refused record.
+    assert frames.pool.live == distinct_frames(naive, 4)
+    assert_same_batches(naive, frames, records[i:], seed=2)
+
+
 def atari_record_space():
     state = IntBox(0, 256, shape=(84, 84, 4), dtype="uint8")
     return Dict(states=state, actions=IntBox(4), rewards=FloatBox(), terminals=BoolBox(), next_states=state,

@@ -82,11 +82,12 @@ class FramePool:
     def _add_block(self, log: bool = True) -> None:
         block_bytes = self.block_frames * (self.frame_nbytes + FRAME_INDEX_BYTES)
         if log:
-            check_available_memory(block_bytes, self.where, f"growing the frame pool to {self.capacity + self.block_frames}"
-                                   f" frames", hint="the records reference more distinct frames than the memory "
-                                   "was sized for (many short episodes?); lower the capacity or free memory.")
+            grown = self.capacity + self.block_frames
+            check_available_memory(block_bytes, self.where, f"growing the frame pool to {grown} frames",
+                                   hint="the records reference more distinct frames than the memory was sized for "
+                                        "(many short episodes?); lower the capacity or free memory.")
             logger.warning("%s: the frame pool grows to %d frames (+%s): the stored records reference more distinct "
-                           "frames than its initial %d.", self.where, self.capacity + self.block_frames,
+                           "frames than its initial %d.", self.where, grown,
                            format_bytes(block_bytes), self.capacity)
         self.blocks.append(np.zeros((self.block_frames, self.frame_nbytes), dtype=np.uint8))
         self.refcount = np.concatenate([self.refcount, np.zeros(self.block_frames, np.int32)])
@@ -102,7 +103,8 @@ class FramePool:
             int32 [N]; equal frames (bit for bit) get the same id.
 
         Raises:
-            RLGraphSpecError: Frames of another shape or dtype.
+            RLGraphSpecError: Frames of another shape or dtype, or a pool that would have to grow
+                beyond the memory available (then the pool is left as it was).
         """
         frames = np.asarray(frames)
         if frames.shape[1:] != self.frame_shape or frames.dtype != self.dtype:
@@ -114,17 +116,27 @@ class FramePool:
         # Consecutive stacks share most frames: each key of the batch is looked up once, for its first row,
         # and the other rows with that key are checked to be that row's bytes (vectorized).
         unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        found = [self._find_or_store(key, rows[row]) for key, row in zip(unique_keys.tolist(), first.tolist())]
-        ids = np.asarray(found, dtype=np.int32)[inverse.ravel()]
-        words = rows.view(np.uint64) if self.frame_nbytes % 8 == 0 else rows
-        for i in np.flatnonzero(~(words == words[first[inverse.ravel()]]).all(axis=1)).tolist():
-            ids[i] = self._find_or_store(int(keys[i]), rows[i])  # A hash collision within the batch.
+        stored: List[int] = []  # Frames new to the pool, forgotten again if the pool cannot grow for the next.
+        try:
+            found = [self._find_or_store(key, rows[row], stored)
+                     for key, row in zip(unique_keys.tolist(), first.tolist())]
+            ids = np.asarray(found, dtype=np.int32)[inverse.ravel()]
+            words = rows.view(np.uint64) if self.frame_nbytes % 8 == 0 else rows
+            for i in np.flatnonzero(~(words == words[first[inverse.ravel()]]).all(axis=1)).tolist():
+                ids[i] = self._find_or_store(int(keys[i]), rows[i], stored)  # A hash collision within the batch.
+        except BaseException:
+            for frame_id in stored:
+                self._forget(frame_id)
+            raise
         np.add.at(self.refcount, ids, 1)
         return ids
 
-    def _find_or_store(self, key: int, row: np.ndarray) -> int:
+    def _find_or_store(self, key: int, row: np.ndarray, stored: List[int]) -> int:
         frame_id = self._find(key, row)
-        return self._store(key, row) if frame_id < 0 else frame_id
+        if frame_id < 0:
+            frame_id = self._store(key, row)
+            stored.append(frame_id)
+        return frame_id
 
     def _hash(self, rows: np.ndarray) -> np.ndarray:
         """uint64 keys of `rows` [N, frame_nbytes] uint8: sum_j word_j * w_j (mod 2^64) over 8-byte

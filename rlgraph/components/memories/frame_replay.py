@@ -184,7 +184,7 @@ class FrameReplay(MemPrioritizedReplay):
                         for key, leaf in others.items()}
         self.leaf_specs = {key: (tuple(leaf.shape), np.dtype(leaf.dtype)) for key, leaf in flat.items()}
         self.state_shape = state_shape
-        self.pool = FramePool(frame_shape, states[0].dtype, frames, where=name)
+        self.pool = FramePool(frame_shape, states[0].dtype, frames, where=f"{name}.insert_records")
         self.frame_ids = np.full((self.capacity, 2, self.frame_stack), -1, dtype=np.int32)
 
     def _split(self, states: np.ndarray) -> np.ndarray:
@@ -205,12 +205,12 @@ class FrameReplay(MemPrioritizedReplay):
         frames = np.empty((count, 2, self.frame_stack) + self.pool.frame_shape, dtype=self.pool.dtype)
         for i, key in enumerate(STACKED_KEYS):
             frames[:, i] = self._split(np.asarray(arrays.pop(key)))
+        # First, as the one step that can fail (a pool that cannot grow): then nothing has changed yet.
+        ids = self.pool.acquire(frames.reshape((-1,) + self.pool.frame_shape))
         super()._write(arrays, start)
         positions = (start + np.arange(count)) % self.capacity
         old = self.frame_ids[positions]
-        # Released first, so that the pool's size is what the stored records reference.
         self.pool.release(old[old[:, 0, 0] >= 0])
-        ids = self.pool.acquire(frames.reshape((-1,) + self.pool.frame_shape))
         self.frame_ids[positions] = ids.reshape(count, 2, self.frame_stack)
 
     def _gather(self, indices: np.ndarray) -> Dict[str, np.ndarray]:

@@ -193,7 +193,8 @@ def _check_values(spec: Dict[str, dict]) -> None:
     memory = check_spec(raw, dict(MEMORY_SPEC_DEFAULTS, **FRAME_SPEC_DEFAULTS) if frames else MEMORY_SPEC_DEFAULTS,
                         "memory_spec", where)
     memory_type = memory.pop("type")
-    if not frames and str(memory_type).replace("_", "-").lower() not in ("mem-prioritized-replay", "prioritized-replay"):
+    plain_types = ("mem-prioritized-replay", "prioritized-replay")
+    if not frames and str(memory_type).replace("_", "-").lower() not in plain_types:
         raise RLGraphSpecError("Ape-X replay shards are prioritized memories", where=f"{where}(memory_spec.type)",
                                expected='"mem-prioritized-replay", or "frame-replay" for stacked frames stored once',
                                received=repr(memory_type))
