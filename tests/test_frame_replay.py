@@ -353,3 +353,15 @@ def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
         naive.update_priorities(batches[0]["indices"], new)
         frames.update_priorities(batches[1]["indices"], new)
     assert isinstance(frames.memory, FrameReplay)
+
+
+def test_a_large_plain_memory_of_stacked_frames_points_to_the_frame_replay(caplog):
+    from rlgraph.agents import Agent
+    with caplog.at_level(logging.INFO, logger="rlgraph.agents.replay_access"):
+        Agent.from_spec(dict(type="dqn", network_spec=[{"type": "reshape", "flatten": True},
+                                                       {"type": "dense", "units": 4}],
+                             memory_spec={"type": "mem-prioritized-replay", "capacity": 1_000_000}),
+                        state_space=IntBox(0, 256, shape=(84, 84, 4), dtype="uint8"), action_space=IntBox(2),
+                        backend="pytorch", auto_build=False)
+    assert 'memory_spec type "frame-replay" would store each frame once, in ~7.5 GiB instead of ~52.6 GiB' \
+        in caplog.text

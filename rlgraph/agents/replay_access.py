@@ -18,6 +18,7 @@ the absolute TD errors as their new priorities.
 from __future__ import annotations
 
 import abc
+import logging
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -25,13 +26,15 @@ import numpy as np
 
 from rlgraph.agents.specs import check_number, check_spec
 from rlgraph.components.component import Component
-from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay, frame_replay_bytes
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
-from rlgraph.components.memories.memory_size import check_memory_size
+from rlgraph.components.memories.memory_size import check_memory_size, format_bytes, record_bytes
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.memories.replay_memory import ReplayMemory
-from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.spaces import BoxSpace, FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+logger = logging.getLogger(__name__)
 
 # The file of a python replay memory in an agent checkpoint.
 MEMORY_FILE = "python_memory.npz"
@@ -128,9 +131,25 @@ class PythonReplay(ReplayAccess):
 
     def prepare(self, records_space: Any) -> None:
         """Allocates a `FrameReplay` for `records_space` now (its bytes logged, or refused with the
-        figure) rather than at the first insert; a `MemPrioritizedReplay` still infers its records."""
-        if isinstance(self.memory, FrameReplay) and self.memory.record_space is None:
-            self.memory.allocate(records_space)
+        figure) rather than at the first insert; a `MemPrioritizedReplay` still infers its records
+        (a large one of stacked uint8 images logs what a frame replay would take).
+
+        Args:
+            records_space: The record space (ranks stripped).
+        """
+        if isinstance(self.memory, FrameReplay):
+            if self.memory.record_space is None:
+                self.memory.allocate(records_space)
+            return
+        states = records_space["states"]
+        # Stacked uint8 images (Atari's 84x84x4) in a large plain memory: point to the frame replay.
+        if isinstance(states, BoxSpace) and np.dtype(states.dtype) == np.uint8 and len(states.shape) == 3 and \
+                states.shape[-1] % 4 == 0 and self.memory.capacity * record_bytes(records_space) >= 2 ** 30:
+            logger.info("%s: the states look like stacked frames; memory_spec type \"frame-replay\" would store "
+                        "each frame once, in ~%s instead of ~%s, and return the same batches.",
+                        type(self.memory).__name__,
+                        format_bytes(frame_replay_bytes(self.memory.capacity, states, 4)),
+                        format_bytes(self.memory.capacity * record_bytes(records_space)))
 
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         """Sets the priorities of the records at `indices` to |td_errors| (+ the memory's epsilon)."""
