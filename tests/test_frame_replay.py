@@ -105,20 +105,21 @@ def distinct_frames(naive, k):
     return len({f.tobytes() for stack in frames for record in stack for f in record})
 
 
-@pytest.mark.parametrize("n_step, num_envs, alpha, beta, frame_shape, dtype, pad", [
-    (1, 1, 0.0, 0.0, (3, 2, 1), np.uint8, "repeat"),    # Plain (uniform) mode, one env.
-    (3, 2, 0.6, 0.4, (3, 2, 1), np.uint8, "repeat"),    # Prioritized, n-step, interleaved envs.
-    (3, 2, 0.6, 1.0, (2, 2, 2), np.uint8, "zeros"),     # Two channels a frame, zero-padded reset stacks.
-    (1, 2, 0.6, 0.4, (4, 3), np.float32, "repeat"),     # Float frames (after a Divide), 2-D states.
+@pytest.mark.parametrize("n_step, num_envs, alpha, beta, frame_shape, dtype, pad, compress", [
+    (1, 1, 0.0, 0.0, (3, 2, 1), np.uint8, "repeat", False),    # Plain (uniform) mode, one env.
+    (3, 2, 0.6, 0.4, (3, 2, 1), np.uint8, "repeat", False),    # Prioritized, n-step, interleaved envs.
+    (3, 2, 0.6, 1.0, (2, 2, 2), np.uint8, "zeros", False),     # Two channels a frame, zero-padded reset stacks.
+    (1, 2, 0.6, 0.4, (4, 3), np.float32, "repeat", False),     # Float frames (after a Divide), 2-D states.
+    (3, 2, 0.6, 0.4, (3, 2, 1), np.uint8, "repeat", True),     # Compressed frames.
 ])
-def test_same_batches_as_the_naive_memory(n_step, num_envs, alpha, beta, frame_shape, dtype, pad):
+def test_same_batches_as_the_naive_memory(n_step, num_envs, alpha, beta, frame_shape, dtype, pad, compress):
     records, counts = make_records(seed=n_step + 10 * num_envs, num_envs=num_envs, n_step=n_step, steps=400,
                                    frame_shape=frame_shape, dtype=dtype, pad=pad)
     assert min(counts.values()) > 0, counts  # Length-1 episodes, terminal and truncated ends occur.
     capacity = 23
     assert sum(len(r["rewards"]) for r in records) > 5 * capacity  # The ring wraps several times.
     naive = MemPrioritizedReplay(capacity=capacity, alpha=alpha, beta=beta, seed=7)
-    frames = FrameReplay(capacity=capacity, alpha=alpha, beta=beta, seed=7, frame_stack=4)
+    frames = FrameReplay(capacity=capacity, alpha=alpha, beta=beta, seed=7, frame_stack=4, compress=compress)
     assert_same_batches(naive, frames, records, seed=3)
     # Every stored frame is referenced by a stored record, and each distinct frame is stored once.
     assert frames.pool.live == distinct_frames(naive, 4)
@@ -324,13 +325,13 @@ def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
     _, spec = split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
     assert spec["apex_replay_spec"]["memory_spec"] == {"type": "frame-replay", "capacity": 40, "alpha": 0.6,
                                                        "beta": 0.4, "epsilon": 1e-6, "frame_stack": 4,
-                                                       "frame_capacity": None}
+                                                       "frame_capacity": None, "compress": False}
     ray_spec["apex_replay_spec"]["memory_spec"] = {"capacity": 40, "frame_stack": 4}
     with pytest.raises(RLGraphSpecError, match=r"unknown key\(s\) \['frame_stack'\] in memory_spec"):
         split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
     records, _ = make_records(seed=6, num_envs=2, n_step=3, steps=120)
     plain = {"capacity": 20, "alpha": 0.6, "beta": 0.4}
-    framed = dict(plain, type="frame-replay", frame_stack=4)
+    framed = dict(plain, type="frame-replay", frame_stack=4, compress=True)  # (Snapshots of compressed frames too.)
     path = str(tmp_path / "shard.npz")
     naive = ReplayShard(0, plain, batch_size=4, min_sample_memory_size=1, seed=3)
     frames = ReplayShard(0, framed, batch_size=4, min_sample_memory_size=1, seed=3, snapshot_interval=25,
@@ -352,7 +353,7 @@ def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
         new = rng.exponential(size=4)
         naive.update_priorities(batches[0]["indices"], new)
         frames.update_priorities(batches[1]["indices"], new)
-    assert isinstance(frames.memory, FrameReplay)
+    assert isinstance(frames.memory, FrameReplay) and frames.memory.compress
 
 
 def test_a_large_plain_memory_of_stacked_frames_points_to_the_frame_replay(caplog):
@@ -365,3 +366,38 @@ def test_a_large_plain_memory_of_stacked_frames_points_to_the_frame_replay(caplo
                         backend="pytorch", auto_build=False)
     assert 'memory_spec type "frame-replay" would store each frame once, in ~7.5 GiB instead of ~52.6 GiB' \
         in caplog.text
+
+
+def test_compressed_frames(monkeypatch):
+    """Atari-like frames (a flat background, a few moving pixels) compress about 10x, the batches stay
+    exact, and compressed bytes beyond what is available are refused before anything changes."""
+    rng = np.random.RandomState(3)
+
+    def frame(t):
+        image = np.full((84, 84, 1), 87, np.uint8)
+        image[(t * 3) % 80:(t * 3) % 80 + 4, 10:12] = 236  # The ball.
+        image[rng.randint(70):, 76:80] = 92  # A paddle.
+        return image
+    stream = [frame(t) for t in range(40)]
+    states = np.stack([np.concatenate([stream[max(i, 0)] for i in range(t - 3, t + 1)], -1) for t in range(39)])
+    next_states = np.stack([np.concatenate([stream[i] for i in range(t - 2, t + 2)], -1) for t in range(3, 39)])
+    record = {"states": states[3:], "next_states": next_states, "actions": np.zeros(36, np.int32),
+              "rewards": np.zeros(36, np.float32), "terminals": np.zeros(36, bool)}
+    naive = MemPrioritizedReplay(capacity=32, alpha=0.6, beta=0.4, seed=2)
+    plain = FrameReplay(capacity=32, alpha=0.6, beta=0.4, seed=2)
+    packed = FrameReplay(capacity=32, alpha=0.6, beta=0.4, seed=2, compress=True)
+    for memory in (naive, plain, packed):
+        memory.insert_records(record)
+    live = packed.pool.live
+    assert live == plain.pool.live == distinct_frames(naive, 4) > 30
+    assert packed.pool.compressed_bytes * 10 < live * 84 * 84 and packed.nbytes * 5 < plain.nbytes
+    assert packed.pool.capacity == plain.pool.capacity == 64  # (Sized up front for 32 + 2 + 16 frames: no growth.)
+    batches = [m.get_records(16) for m in (naive, plain, packed)]
+    for batch in batches[1:]:
+        assert all(np.array_equal(batches[0][0][key], batch[0][key]) for key in batch[0])
+        assert np.array_equal(batches[0][1], batch[1]) and np.array_equal(batches[0][2], batch[2])
+    monkeypatch.setattr(type(packed.pool), "CHECK_BYTES", 1)
+    monkeypatch.setattr(memory_size, "available_memory_bytes", lambda: 0)
+    with pytest.raises(RLGraphSpecError, match=r"FrameReplay.insert_records: compressed frames beyond .* needs ~1 B"):
+        packed.insert_records({key: value[:2] for key, value in record.items()})
+    assert packed.pool.live == live and packed.size == 32

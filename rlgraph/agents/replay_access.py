@@ -10,7 +10,7 @@ memory_spec types: "replay-memory" (uniform) and "prioritized-replay" (Schaul et
 https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is the numpy
 `MemPrioritizedReplay` (keys "capacity", "alpha", "beta", "epsilon", "seed"), and "frame-replay"
 the numpy `FrameReplay` for stacked-frame states (the same keys plus "frame_stack", default: the
-length of a "sequence" preprocessor, else 4, and "frame_capacity"), which stores each frame once
+length of a "sequence" preprocessor, else 4, "frame_capacity" and "compress"), which stores each frame once
 and is allocated, logged and checked against the free memory when the agent is built. A
 prioritized memory's importance weights weigh the TD loss per item, and the sampled records get
 the absolute TD errors as their new priorities.
@@ -41,7 +41,7 @@ MEMORY_FILE = "python_memory.npz"
 # memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph, and its keys.
 PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
 PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed")
-FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS + ("frame_stack", "frame_capacity")
+FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS + ("frame_stack", "frame_capacity", "compress")
 
 
 class ReplayAccess(abc.ABC):

@@ -8,7 +8,8 @@ stored record holds, and its slot is reused once no record refers to it any more
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Union
+import zlib
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 
@@ -70,9 +71,14 @@ class FramePool:
             self._add_block(log=False)
 
     @property
+    def stored_frame_bytes(self) -> int:
+        """Bytes allocated per frame slot for the frame itself."""
+        return self.frame_nbytes
+
+    @property
     def capacity(self) -> int:
         """The frames the allocated blocks can hold."""
-        return len(self.blocks) * self.block_frames
+        return len(self.refcount)
 
     @property
     def nbytes(self) -> int:
@@ -80,7 +86,7 @@ class FramePool:
         return sum(b.nbytes for b in self.blocks) + self.refcount.nbytes + self.keys.nbytes
 
     def _add_block(self, log: bool = True) -> None:
-        block_bytes = self.block_frames * (self.frame_nbytes + FRAME_INDEX_BYTES)
+        block_bytes = self.block_frames * (self.stored_frame_bytes + FRAME_INDEX_BYTES)
         if log:
             grown = self.capacity + self.block_frames
             check_available_memory(block_bytes, self.where, f"growing the frame pool to {grown} frames",
@@ -89,12 +95,28 @@ class FramePool:
             logger.warning("%s: the frame pool grows to %d frames (+%s): the stored records reference more distinct "
                            "frames than its initial %d.", self.where, grown,
                            format_bytes(block_bytes), self.capacity)
-        self.blocks.append(np.zeros((self.block_frames, self.frame_nbytes), dtype=np.uint8))
+        self._new_block()
         self.refcount = np.concatenate([self.refcount, np.zeros(self.block_frames, np.int32)])
         self.keys = np.concatenate([self.keys, np.zeros(self.block_frames, np.uint64)])
 
+    def _new_block(self) -> None:
+        self.blocks.append(np.zeros((self.block_frames, self.frame_nbytes), dtype=np.uint8))
+
     def _row(self, frame_id: int) -> np.ndarray:
         return self.blocks[frame_id // self.block_frames][frame_id % self.block_frames]
+
+    # --- Where a frame's bytes live (`CompressedFramePool` keeps them elsewhere) ------------------
+    def _put(self, frame_id: int, row: np.ndarray) -> None:
+        self._row(frame_id)[:] = row
+
+    def _bytes(self, frame_id: int) -> bytes:
+        return self._row(frame_id).tobytes()
+
+    def _drop(self, frame_id: int) -> None:
+        """Called when `frame_id` is forgotten (its block slot is simply reused)."""
+
+    def _before_acquire(self) -> None:
+        """Called before `acquire` changes anything (a check that may refuse it)."""
 
     def acquire(self, frames: np.ndarray) -> np.ndarray:
         """Ids of `frames` [N, *frame_shape], storing those not in the pool; adds one reference to each.
@@ -111,6 +133,7 @@ class FramePool:
             raise RLGraphSpecError("frames of the wrong shape or dtype", where=f"{self.where}.acquire(frames)",
                                    expected=f"{self.dtype} [N, *{self.frame_shape}]",
                                    received=f"{frames.dtype} {frames.shape}")
+        self._before_acquire()
         rows = np.ascontiguousarray(frames).reshape(len(frames), -1).view(np.uint8)
         keys = self._hash(rows)
         # Consecutive stacks share most frames: each key of the batch is looked up once, for its first row,
@@ -153,7 +176,7 @@ class FramePool:
             return -1
         data = row.tobytes()  # Bytes are compared, so that -0.0 and 0.0 (or NaNs) stay apart.
         for frame_id in (entry,) if isinstance(entry, int) else entry:
-            if self._row(frame_id).tobytes() == data:
+            if self._bytes(frame_id) == data:
                 return frame_id
         return -1
 
@@ -165,7 +188,7 @@ class FramePool:
                 self._add_block()
             frame_id = self.next_id
             self.next_id += 1
-        self._row(frame_id)[:] = row
+        self._put(frame_id, row)
         self.keys[frame_id] = key
         entry = self.index.get(key)
         if entry is None:
@@ -198,22 +221,26 @@ class FramePool:
         else:
             entry.remove(frame_id)
             self.index[key] = entry[0] if len(entry) == 1 else entry
+        self._drop(frame_id)
         self.free.append(frame_id)
         self.live -= 1
 
     def gather(self, ids: np.ndarray) -> np.ndarray:
         """The frames of `ids` (any shape S): [*S, *frame_shape]."""
         ids = np.asarray(ids)
-        flat = ids.ravel()
-        if len(self.blocks) == 1:
-            rows = self.blocks[0][flat]
-        else:
-            rows = np.empty((flat.size, self.frame_nbytes), dtype=np.uint8)
-            block, offset = np.divmod(flat, self.block_frames)
-            for b in np.unique(block):
-                mask = block == b
-                rows[mask] = self.blocks[b][offset[mask]]
+        rows = self._gather_rows(ids.ravel())
         return rows.view(self.dtype).reshape(ids.shape + self.frame_shape)
+
+    def _gather_rows(self, flat: np.ndarray) -> np.ndarray:
+        """[N, frame_nbytes] uint8 rows of the frames `flat` [N]."""
+        if len(self.blocks) == 1:
+            return self.blocks[0][flat]
+        rows = np.empty((flat.size, self.frame_nbytes), dtype=np.uint8)
+        block, offset = np.divmod(flat, self.block_frames)
+        for b in np.unique(block):
+            mask = block == b
+            rows[mask] = self.blocks[b][offset[mask]]
+        return rows
 
     def clear(self) -> None:
         """Forgets all frames (the blocks stay allocated)."""
@@ -222,3 +249,67 @@ class FramePool:
         self.free.clear()
         self.next_id = 0
         self.live = 0
+
+
+class CompressedFramePool(FramePool):
+    """A `FramePool` that keeps each frame zlib-compressed (level 1) in memory.
+
+    Atari frames are mostly flat areas: 84 x 84 grayscale Pong frames shrink about 10x. Inserting
+    compresses each new frame once; sampling decompresses each distinct frame of a batch once;
+    matching a frame decompresses its candidate. The frames' bytes are not known up front: the
+    allocation covers the bookkeeping, and each time the compressed bytes have grown by
+    `CHECK_BYTES` the next insert checks the memory available (refused with the figure, before
+    anything changes).
+    """
+
+    CHECK_BYTES = 64 * 2 ** 20
+    SLOT_BYTES = 8 + 33  # A list slot and a bytes object's header, per frame.
+
+    def __init__(self, frame_shape: tuple, dtype: Union[str, np.dtype], num_frames: int,
+                 where: str = "CompressedFramePool"):
+        self.data: List[Optional[bytes]] = []
+        self.compressed_bytes = 0
+        self._checked_bytes = 0
+        super().__init__(frame_shape, dtype, num_frames, where)
+
+    @property
+    def stored_frame_bytes(self) -> int:
+        return self.SLOT_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the compressed frames, their slots and the per-frame arrays (not the key index)."""
+        return self.compressed_bytes + self.SLOT_BYTES * len(self.data) + self.refcount.nbytes + self.keys.nbytes
+
+    def _new_block(self) -> None:
+        self.data.extend([None] * self.block_frames)
+
+    def _put(self, frame_id: int, row: np.ndarray) -> None:
+        self.data[frame_id] = zlib.compress(row, 1)
+        self.compressed_bytes += len(self.data[frame_id])
+
+    def _bytes(self, frame_id: int) -> bytes:
+        return zlib.decompress(self.data[frame_id])
+
+    def _drop(self, frame_id: int) -> None:
+        self.compressed_bytes -= len(self.data[frame_id])
+        self.data[frame_id] = None
+
+    def _before_acquire(self) -> None:
+        if self.compressed_bytes - self._checked_bytes >= self.CHECK_BYTES:
+            stored = format_bytes(self.compressed_bytes)
+            check_available_memory(self.CHECK_BYTES, self.where, f"compressed frames beyond {stored}",
+                                   hint="lower the capacity or free memory.")
+            self._checked_bytes = self.compressed_bytes
+
+    def _gather_rows(self, flat: np.ndarray) -> np.ndarray:
+        unique, inverse = np.unique(flat, return_inverse=True)
+        rows = np.empty((len(unique), self.frame_nbytes), dtype=np.uint8)
+        for i, frame_id in enumerate(unique.tolist()):
+            rows[i] = np.frombuffer(zlib.decompress(self.data[frame_id]), dtype=np.uint8)
+        return rows[inverse.ravel()]
+
+    def clear(self) -> None:
+        super().clear()
+        self.data = [None] * len(self.data)
+        self.compressed_bytes = self._checked_bytes = 0

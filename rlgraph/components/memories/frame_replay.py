@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from rlgraph.components.memories.frame_pool import FramePool, pool_bytes
+from rlgraph.components.memories.frame_pool import CompressedFramePool, FramePool, pool_bytes
 from rlgraph.components.memories.mem_prioritized_replay import _RECORD_PREFIX, MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_available_memory, format_bytes, record_bytes
 from rlgraph.spaces import BoxSpace, Space, get_space_from_op
@@ -29,13 +29,14 @@ STACKED_KEYS = ("/states", "/next_states")  # The flat record leaves whose frame
 
 
 def frame_replay_bytes(capacity: int, state_space: Space, frame_stack: int = 4,
-                       frame_capacity: Optional[int] = None, other_bytes: int = 9) -> int:
+                       frame_capacity: Optional[int] = None, other_bytes: int = 9, compress: bool = False) -> int:
     """Bytes of a `FrameReplay` of `capacity` records with states of `state_space` (ranks stripped).
 
     The frame pool (`frame_capacity` frames, default `default_frame_capacity(capacity)`, with
     their bookkeeping), the frame ids (2 x frame_stack int32 per record), the other record leaves
     (`other_bytes` per record: actions, rewards and terminals; 9 for an int32 action) and the
-    sum and min trees.
+    sum and min trees. With `compress` the frames' own bytes are not known up front and are not
+    counted (only their slots).
 
     >>> from rlgraph.spaces import IntBox
     >>> atari = IntBox(0, 256, shape=(84, 84, 4), dtype="uint8")
@@ -45,7 +46,8 @@ def frame_replay_bytes(capacity: int, state_space: Space, frame_stack: int = 4,
     frame_shape = frame_shape_of(state_space.strip_ranks().shape, frame_stack, "frame_replay_bytes(state_space)")
     frame_nbytes = int(np.prod(frame_shape, dtype=np.int64)) * np.dtype(state_space.dtype).itemsize
     frames = default_frame_capacity(capacity) if frame_capacity is None else frame_capacity
-    return (pool_bytes(frames, frame_nbytes) + capacity * (2 * frame_stack * 4 + other_bytes) +
+    slot_bytes = CompressedFramePool.SLOT_BYTES if compress else frame_nbytes
+    return (pool_bytes(frames, slot_bytes) + capacity * (2 * frame_stack * 4 + other_bytes) +
             _tree_bytes(capacity))
 
 
@@ -106,6 +108,9 @@ class FrameReplay(MemPrioritizedReplay):
         seed: Seed of the memory's own `np.random.RandomState`.
         frame_stack: Frames per state, stacked along the last axis: states [..., frame_stack * C].
         frame_capacity: Frames allocated up front (default `default_frame_capacity(capacity)`).
+        compress: Keep the frames zlib-compressed (`CompressedFramePool`): Atari frames take about
+            1/10 of the bytes, inserts and samples take longer; the frames' bytes are checked
+            against the memory available as they grow instead of up front.
 
     Raises:
         RLGraphSpecError: A bad argument, or a memory larger than the memory available now (with
@@ -127,14 +132,17 @@ class FrameReplay(MemPrioritizedReplay):
 
     def __init__(self, capacity: int = 1000, alpha: float = 1.0, beta: float = 0.0, epsilon: float = 1e-6,
                  record_space: Optional[Space] = None, seed: Optional[int] = None, frame_stack: int = 4,
-                 frame_capacity: Optional[int] = None):
+                 frame_capacity: Optional[int] = None, compress: bool = False):
         name = type(self).__name__
         for arg, value in (("frame_stack", frame_stack), ("frame_capacity", frame_capacity)):
             if (value is not None or arg == "frame_stack") and (
                     not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
                 raise RLGraphSpecError(f"{arg} must be a positive int", where=f"{name}({arg})", received=repr(value))
         self.frame_stack = int(frame_stack)
+        if not isinstance(compress, (bool, np.bool_)):
+            raise RLGraphSpecError("compress must be a bool", where=f"{name}(compress)", received=repr(compress))
         self.frame_capacity = None if frame_capacity is None else int(frame_capacity)
+        self.compress = bool(compress)
         self.pool: Optional[FramePool] = None
         self.frame_ids: Optional[np.ndarray] = None  # int32 [capacity, 2, frame_stack]; -1: no record there.
         super().__init__(capacity=capacity, alpha=alpha, beta=beta, epsilon=epsilon, record_space=record_space,
@@ -171,20 +179,21 @@ class FrameReplay(MemPrioritizedReplay):
         others = {key: leaf for key, leaf in flat.items() if key not in STACKED_KEYS}
         other_bytes = sum(record_bytes(leaf) for leaf in others.values())
         frames = self.frame_capacity or default_frame_capacity(self.capacity)
-        num_bytes = frame_replay_bytes(self.capacity, states[0], self.frame_stack, frames, other_bytes)
+        num_bytes = frame_replay_bytes(self.capacity, states[0], self.frame_stack, frames, other_bytes, self.compress)
         naive_bytes = self.capacity * record_bytes(record_space) + self._tree_bytes()
-        what = (f"capacity {self.capacity} ({frames} frames of {frame_shape} {np.dtype(states[0].dtype)}, "
-                f"{self.frame_stack} per state)")
+        what = (f"capacity {self.capacity} ({frames} {'compressed ' if self.compress else ''}frames of "
+                f"{frame_shape} {np.dtype(states[0].dtype)}, {self.frame_stack} per state)")
         check_available_memory(num_bytes, f"{name}(capacity)", what,
                                hint="lower memory_spec.capacity (or the replay shards' share of it).")
-        logger.info("%s: %s takes ~%s (stored as plain records: ~%s).", name, what, format_bytes(num_bytes),
-                    format_bytes(naive_bytes))
+        logger.info("%s: %s takes ~%s%s (stored as plain records: ~%s).", name, what, format_bytes(num_bytes),
+                    " plus the compressed frames" if self.compress else "", format_bytes(naive_bytes))
         self.record_space = record_space
         self.storage = {key: np.zeros((self.capacity,) + tuple(leaf.shape), dtype=leaf.dtype)
                         for key, leaf in others.items()}
         self.leaf_specs = {key: (tuple(leaf.shape), np.dtype(leaf.dtype)) for key, leaf in flat.items()}
         self.state_shape = state_shape
-        self.pool = FramePool(frame_shape, states[0].dtype, frames, where=f"{name}.insert_records")
+        pool_class = CompressedFramePool if self.compress else FramePool
+        self.pool = pool_class(frame_shape, states[0].dtype, frames, where=f"{name}.insert_records")
         self.frame_ids = np.full((self.capacity, 2, self.frame_stack), -1, dtype=np.int32)
 
     def _split(self, states: np.ndarray) -> np.ndarray:

@@ -70,7 +70,7 @@ MAX_REPLAY_RATIO = 1e6
 MEMORY_SPEC_DEFAULTS: Dict[str, Any] = {"type": "mem-prioritized-replay", "capacity": 100000, "alpha": 0.6,
                                         "beta": 0.4, "epsilon": 1e-6}
 # The further keys of a "frame-replay" memory (`FrameReplay`; frame_capacity, like capacity, over all shards).
-FRAME_SPEC_DEFAULTS: Dict[str, Any] = {"frame_stack": None, "frame_capacity": None}
+FRAME_SPEC_DEFAULTS: Dict[str, Any] = {"frame_stack": None, "frame_capacity": None, "compress": False}
 # Keys accepted for old configs but without effect on Ray 2 -> why.
 OBSOLETE_KEYS = {
     "worker_spec.num_background_envs": "the worker steps its envs itself (Ray 2 has no background env threads)",
@@ -200,9 +200,10 @@ def _check_values(spec: Dict[str, dict]) -> None:
                                received=repr(memory_type))
     if frames:
         memory["type"] = "frame-replay"
-        for key in FRAME_SPEC_DEFAULTS:
+        for key in ("frame_stack", "frame_capacity"):
             if memory[key] is not None:
                 memory[key] = check_positive_int(memory[key], f"memory_spec.{key}", where)
+        memory["compress"] = check_bool(memory["compress"], "memory_spec.compress", where)
     memory["capacity"] = check_positive_int(memory["capacity"], "memory_spec.capacity", where)
     for key in ("alpha", "beta"):  # Exponents in [0, 1] (see `PrioritizedReplay`).
         memory[key] = check_number(memory[key], f"memory_spec.{key}", where, 0, 1)

@@ -35,8 +35,8 @@ class ReplayShard:
     Args:
         index: The shard's index.
         memory_spec: `MemPrioritizedReplay` arguments (capacity of this shard, alpha, beta, epsilon), or
-            with "type" "frame-replay" `FrameReplay`'s (those plus frame_stack, frame_capacity and
-            record_space: its storage is allocated, logged or refused when the shard starts).
+            with "type" "frame-replay" `FrameReplay`'s (those plus frame_stack, frame_capacity, compress
+            and record_space: its storage is allocated, logged or refused when the shard starts).
         batch_size: Records per sampled batch.
         min_sample_memory_size: `sample` returns None until the shard holds this many records.
         snapshot_interval: Records inserted between snapshots (0: never).
@@ -180,7 +180,9 @@ def complete_frame_replay_spec(spec: dict, num_shards: int, agent: Any, env_fram
     else:
         spec["frame_capacity"] = max(1, spec["frame_capacity"] // num_shards)
     spec["record_space"] = record_space(agent.preprocessed_state_space, agent.action_space)
+    compress = bool(spec.get("compress", False))
     shard_bytes = frame_replay_bytes(spec["capacity"], agent.preprocessed_state_space, spec["frame_stack"],
-                                     spec.get("frame_capacity"))
-    logger.info("Ape-X: %d frame replay shard(s) of capacity %d (%d frames a state): ~%s in all.", num_shards,
-                spec["capacity"], spec["frame_stack"], format_bytes(num_shards * shard_bytes))
+                                     spec.get("frame_capacity"), compress=compress)
+    logger.info("Ape-X: %d frame replay shard(s) of capacity %d (%d frames a state): ~%s in all%s.", num_shards,
+                spec["capacity"], spec["frame_stack"], format_bytes(num_shards * shard_bytes),
+                " plus the compressed frames" if compress else "")
