@@ -1,9 +1,10 @@
 """`FramePool`: a content-addressed, reference-counted store of equally shaped frames (numpy).
 
 `FrameReplay` keeps each distinct frame of its stacked states here once and refers to it by an
-integer id. A frame is found again by its bytes (a 64-bit multiply-add hash as the key, then a byte-for-byte
-comparison, so two frames share an id only when they are bit-identical), counted once for every reference a
-stored record holds, and its slot is reused once no record refers to it any more.
+integer id. A frame is found again by its bytes (a 64-bit multiply-add hash as the key, then a
+byte-for-byte comparison, so two frames share an id only when they are bit-identical), counted
+once for every reference a stored record holds, and its slot is reused once no record refers to
+it any more. `CompressedFramePool` keeps the frames zlib-compressed.
 """
 from __future__ import annotations
 
@@ -98,6 +99,11 @@ class FramePool:
         self._new_block()
         self.refcount = np.concatenate([self.refcount, np.zeros(self.block_frames, np.int32)])
         self.keys = np.concatenate([self.keys, np.zeros(self.block_frames, np.uint64)])
+
+    def reserve(self, num_frames: int) -> None:
+        """Grows the pool (logged, checked against the memory available) until it holds `num_frames`."""
+        while self.capacity < num_frames:
+            self._add_block()
 
     def _new_block(self) -> None:
         self.blocks.append(np.zeros((self.block_frames, self.frame_nbytes), dtype=np.uint8))

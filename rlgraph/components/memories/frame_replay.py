@@ -1,9 +1,9 @@
 """`FrameReplay`: the numpy prioritized replay with each frame of stacked-frame states stored once.
 
 A DQN replay of 1,000,000 Atari transitions holds states and next_states of 84 x 84 x 4 uint8:
-56 GB as plain records, although consecutive states share three of their four frames and a
-next_state is the following state. `FrameReplay` keeps the frames of "states" and "next_states"
-in a `FramePool` (each distinct frame once, ~7 GB for that replay) and per record only the ids
+56.5 GB as plain records, although consecutive states share three of their four frames and a
+next_state is a later state. `FrameReplay` keeps the frames of "states" and "next_states" in a
+`FramePool` (each distinct frame once: 8.1 GB for that replay) and per record only the ids
 of the 2 x frame_stack frames it shows; a sampled batch rebuilds its stacks from those ids.
 """
 from __future__ import annotations
@@ -108,9 +108,9 @@ class FrameReplay(MemPrioritizedReplay):
         seed: Seed of the memory's own `np.random.RandomState`.
         frame_stack: Frames per state, stacked along the last axis: states [..., frame_stack * C].
         frame_capacity: Frames allocated up front (default `default_frame_capacity(capacity)`).
-        compress: Keep the frames zlib-compressed (`CompressedFramePool`): Atari frames take about
-            1/10 of the bytes, inserts and samples take longer; the frames' bytes are checked
-            against the memory available as they grow instead of up front.
+        compress: Keep the frames zlib-compressed (`CompressedFramePool`): Pong's frames took 1/30
+            of their bytes, sampling takes longer; the frames' bytes are checked against the
+            memory available as they grow instead of up front.
 
     Raises:
         RLGraphSpecError: A bad argument, or a memory larger than the memory available now (with
@@ -191,7 +191,6 @@ class FrameReplay(MemPrioritizedReplay):
         self.storage = {key: np.zeros((self.capacity,) + tuple(leaf.shape), dtype=leaf.dtype)
                         for key, leaf in others.items()}
         self.leaf_specs = {key: (tuple(leaf.shape), np.dtype(leaf.dtype)) for key, leaf in flat.items()}
-        self.state_shape = state_shape
         pool_class = CompressedFramePool if self.compress else FramePool
         self.pool = pool_class(frame_shape, states[0].dtype, frames, where=f"{name}.insert_records")
         self.frame_ids = np.full((self.capacity, 2, self.frame_stack), -1, dtype=np.int32)
@@ -288,6 +287,10 @@ class FrameReplay(MemPrioritizedReplay):
 
     def restore(self, checked: tuple) -> None:
         values, state = checked
+        # Storage first (the one step that can fail: memory), so that a refusal leaves the records as they were.
+        if self.record_space is None:
+            self._allocate(state["record_space"])
+        self.pool.reserve(len(values["frames"]))
         super().restore(checked)
         self.pool.clear()
         self.frame_ids[...] = -1
@@ -299,4 +302,4 @@ class FrameReplay(MemPrioritizedReplay):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(capacity={self.capacity}, alpha={self.alpha}, beta={self.beta}, "
-                f"frame_stack={self.frame_stack}, size={self.size})")
+                f"frame_stack={self.frame_stack}, compress={self.compress}, size={self.size})")
