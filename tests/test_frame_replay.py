@@ -289,9 +289,10 @@ def _dqn(memory_type, tmp_path=None):
         state_space=IntBox(0, 256, shape=(3, 3, 1), dtype="uint8"), action_space=IntBox(2), backend="pytorch")
 
 
-def test_dqn_learns_the_same_from_both_memories(caplog):
+def test_dqn_learns_the_same_from_both_memories(caplog, tmp_path):
     """A DQN agent with memory_spec "frame-replay" (frame_stack from its "sequence" preprocessor) is
-    allocated and logged at build, and learns exactly as with "mem-prioritized-replay"."""
+    allocated and logged at build, learns exactly as with "mem-prioritized-replay", and its
+    checkpoint holds the replay."""
     with caplog.at_level(logging.INFO, logger="rlgraph.components.memories.frame_replay"):
         frames = _dqn("frame-replay")
     assert isinstance(frames.replay.memory, FrameReplay) and frames.replay.memory.frame_stack == 2
@@ -314,6 +315,10 @@ def test_dqn_learns_the_same_from_both_memories(caplog):
                 losses[i].append(agent.update()[1])
     assert frames.memory_size() == naive.memory_size() == 16
     assert len(losses[0]) == 8 and np.array_equal(losses[0], losses[1])
+    frames.store_model(str(tmp_path))
+    restored = _dqn("frame-replay")
+    restored.load_model(str(tmp_path))
+    assert restored.memory_size() == 16 and restored.replay.memory.pool.live == frames.replay.memory.pool.live
 
 
 def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
