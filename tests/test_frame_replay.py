@@ -210,9 +210,20 @@ def test_bytes_logged_and_refused(monkeypatch, caplog):
         FrameReplay(capacity=1_000_000, record_space=atari_record_space())
 
 
-def test_available_memory_is_read():
-    available = memory_size.available_memory_bytes()
-    assert available is None or available > 0
+def test_available_memory_is_read_from_psutil_else_proc_meminfo(monkeypatch, tmp_path):
+    import builtins
+    import sys
+    import types
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683584 kB\nMemFree:         1000000 kB\nMemAvailable:   23226280 kB\n")
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: real_open(meminfo if path == "/proc/meminfo" else path,
+                                                                          *a, **k))
+    monkeypatch.setitem(sys.modules, "psutil", None)  # (Not installed: the import fails.)
+    assert memory_size.available_memory_bytes() == 23226280 * 1024
+    fake = types.SimpleNamespace(virtual_memory=lambda: types.SimpleNamespace(available=123456789))
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    assert memory_size.available_memory_bytes() == 123456789
 
 
 def test_clear_errors():
