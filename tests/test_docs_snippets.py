@@ -85,8 +85,9 @@ def test_layers_doc_snippets_run(backend):
 
 
 def test_memories_doc_snippets_run(backend):
-    namespace = _run_doc("memories_and_losses.md", backend, 10)
+    namespace = _run_doc("memories_and_losses.md", backend, 11)
     assert namespace["weights"].shape == (8,) and abs(namespace["per_item"][0] - 1.47) < 1e-5
+    assert namespace["frame_memory"].pool.live == 5 and namespace["frame_weights"].shape == (3,)
     np.testing.assert_allclose(namespace["ppo_per_item"], [-0.95, -0.25], rtol=1e-5)  # The keyed PPO loss.
     # Container and batch helpers.
     assert set(namespace["merged"]) == {"s", "r"}

@@ -87,8 +87,8 @@ SECTIONS = {
     "optimizer_spec": (["type", "learning_rate", "clip_grad_norm", "beta_1", "beta_2", "epsilon"],
                        {"type": "adam", "learning_rate": 1e-3}),
 }
-TYPE_NAMES = {"memory_spec": ["replay-memory", "prioritized-replay", "mem-prioritized-replay", "ring-buffer",
-                              "fifo-queue", "dense"],
+TYPE_NAMES = {"memory_spec": ["replay-memory", "prioritized-replay", "mem-prioritized-replay", "frame-replay",
+                              "ring-buffer", "fifo-queue", "dense"],
               "optimizer_spec": ["adam", "sgd", "rmsprop", "nadam", "adagrad", "adadelta", "replay-memory"]}
 decay_specs = st.fixed_dictionaries({"type": st.sampled_from(["linear-decay", "constant", "exponential-decay"])},
                                     optional={"from": numbers, "to": numbers, "start_percentage": numbers,

@@ -8,13 +8,17 @@ and the checkpoint state. Both take and give records (`rlgraph/agents/records.py
 
 memory_spec types: "replay-memory" (uniform) and "prioritized-replay" (Schaul et al. 2015,
 https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is the numpy
-`MemPrioritizedReplay` (keys "capacity", "alpha", "beta", "epsilon", "seed"). A prioritized
-memory's importance weights weigh the TD loss per item, and the sampled records get the absolute
-TD errors as their new priorities.
+`MemPrioritizedReplay` (keys "capacity", "alpha", "beta", "epsilon", "seed"), and "frame-replay"
+the numpy `FrameReplay` for stacked-frame states (the same keys plus "frame_stack", default: the
+length of a "sequence" preprocessor, else 4, "frame_capacity" and "compress"), which stores each frame once
+and is allocated, logged and checked against the free memory when the agent is built. A
+prioritized memory's importance weights weigh the TD loss per item, and the sampled records get
+the absolute TD errors as their new priorities.
 """
 from __future__ import annotations
 
 import abc
+import logging
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -22,18 +26,22 @@ import numpy as np
 
 from rlgraph.agents.specs import check_number, check_spec
 from rlgraph.components.component import Component
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay, frame_replay_bytes
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
-from rlgraph.components.memories.memory_size import check_memory_size
+from rlgraph.components.memories.memory_size import check_memory_size, format_bytes, record_bytes
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.memories.replay_memory import ReplayMemory
-from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.spaces import BoxSpace, FloatBox, IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+logger = logging.getLogger(__name__)
 
 # The file of a python replay memory in an agent checkpoint.
 MEMORY_FILE = "python_memory.npz"
 # memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph, and its keys.
 PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
 PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed")
+FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS + ("frame_stack", "frame_capacity", "compress")
 
 
 class ReplayAccess(abc.ABC):
@@ -121,6 +129,28 @@ class PythonReplay(ReplayAccess):
         """(record [B], indices [B], importance weights [B] float32), drawn by priority."""
         return self.memory.get_records(batch_size)
 
+    def prepare(self, records_space: Any) -> None:
+        """Allocates a `FrameReplay` for `records_space` now (its bytes logged, or refused with the
+        figure) rather than at the first insert; a `MemPrioritizedReplay` still infers its records
+        (a large one of stacked uint8 images logs what a frame replay would take).
+
+        Args:
+            records_space: The record space (ranks stripped).
+        """
+        if isinstance(self.memory, FrameReplay):
+            if self.memory.record_space is None:
+                self.memory.allocate(records_space)
+            return
+        states = records_space["states"]
+        # Stacked uint8 images (Atari's 84x84x4) in a large plain memory: point to the frame replay.
+        if isinstance(states, BoxSpace) and np.dtype(states.dtype) == np.uint8 and len(states.shape) == 3 and \
+                states.shape[-1] % 4 == 0 and self.memory.capacity * record_bytes(records_space) >= 2 ** 30:
+            logger.info("%s: the states look like stacked frames; memory_spec type \"frame-replay\" would store "
+                        "each frame once, in ~%s instead of ~%s, and return the same batches.",
+                        type(self.memory).__name__,
+                        format_bytes(frame_replay_bytes(self.memory.capacity, states, 4)),
+                        format_bytes(self.memory.capacity * record_bytes(records_space)))
+
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         """Sets the priorities of the records at `indices` to |td_errors| (+ the memory's epsilon)."""
         self.memory.update_records(indices, np.abs(td_errors))
@@ -169,7 +199,7 @@ def check_memory_spec(memory_spec: Any, default: dict, owner: str) -> dict:
 
 
 def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], Any], owner: str,
-                algorithm: str) -> Tuple[Optional[Component], ReplayAccess]:
+                algorithm: str, preprocessing_spec: Any = None) -> Tuple[Optional[Component], ReplayAccess]:
     """(the in-graph memory component or None, the agent's `ReplayAccess`) of `memory_spec`.
 
     Args:
@@ -178,6 +208,8 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
         executor: Returns the agent's built executor.
         owner: The agent's class name, for errors.
         algorithm: How errors name the algorithm ("DQN", "SAC", ...).
+        preprocessing_spec: The agent's preprocessors: a "frame-replay" without "frame_stack" takes
+            the length of a "sequence" among them.
 
     Raises:
         RLGraphSpecError: For unknown keys of the numpy memory's spec, or an in-graph memory that
@@ -191,18 +223,38 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
         spec = {k: v for k, v in spec.items() if v is not None}
         spec.setdefault("seed", seed)
         return None, PythonReplay(MemPrioritizedReplay(**spec), executor)
+    if memory_type in FRAME_MEMORY_TYPES:
+        spec.pop("type")
+        spec = check_spec(spec, dict.fromkeys(FRAME_MEMORY_KEYS), "memory_spec", owner)
+        spec = {k: v for k, v in spec.items() if v is not None}
+        spec.setdefault("seed", seed)
+        spec.setdefault("frame_stack", sequence_length(preprocessing_spec) or 4)
+        return None, PythonReplay(FrameReplay(**spec), executor)
     memory = Component.from_spec(spec)
     if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
         raise RLGraphSpecError(f"{algorithm} learns from a replay memory", where=f"{owner}(memory_spec)",
-                               expected='type "replay-memory", "prioritized-replay" or "mem-prioritized-replay"',
+                               expected='type "replay-memory", "prioritized-replay", "mem-prioritized-replay" or '
+                                        '"frame-replay"',
                                received=repr(memory_spec.get("type")))
     return memory, GraphReplay(executor)
 
 
-def replay_input_spaces(memory: Optional[Component], records_space: Any) -> Dict[str, Any]:
+def sequence_length(preprocessing_spec: Any) -> Optional[int]:
+    """The `sequence_length` of the (first) "sequence" (frame stacking) preprocessor in `preprocessing_spec`."""
+    for layer in preprocessing_spec or ():
+        if isinstance(layer, dict) and str(layer.get("type", "")).replace("_", "-").lower() == "sequence":
+            return int(layer.get("sequence_length", 2))  # (Sequence's default.)
+    return None
+
+
+def replay_input_spaces(memory: Optional[Component], records_space: Any,
+                        replay: Optional[ReplayAccess] = None) -> Dict[str, Any]:
     """The root's input spaces of an in-graph memory's API methods ("batch_size"; "indices" and
-    "priorities" for a prioritized one), after checking that its records fit the RAM; {} without one."""
+    "priorities" for a prioritized one), after checking that its records fit the RAM; {} without one
+    (then a numpy `replay` is prepared for `records_space`: see `PythonReplay.prepare`)."""
     if memory is None:
+        if isinstance(replay, PythonReplay):
+            replay.prepare(records_space.strip_ranks())
         return {}
     check_memory_size(memory.capacity, memory.storage_bytes(records_space), memory.global_scope)
     spaces = {"batch_size": IntBox(1, 2 ** 31 - 1, dtype="int64")}

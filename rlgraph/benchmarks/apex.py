@@ -132,9 +132,12 @@ def apex_config(spec: dict, backend: str, mode: str, num_workers: int, num_envs:
 
 def local_agent_config(config: dict) -> dict:
     """`config` for one process: no ray_spec, the shard's prioritized replay, no updates."""
+    from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES
     from rlgraph.execution.ray.specs import split_ray_spec
     agent_config, ray_spec = split_ray_spec(config)
-    agent_config["memory_spec"] = dict(ray_spec["apex_replay_spec"]["memory_spec"], type="mem-prioritized-replay")
+    memory_spec = ray_spec["apex_replay_spec"]["memory_spec"]
+    frames = str(memory_spec.get("type", "")).replace("_", "-").lower() in FRAME_MEMORY_TYPES
+    agent_config["memory_spec"] = dict(memory_spec, type="frame-replay" if frames else "mem-prioritized-replay")
     agent_config["update_spec"] = dict(agent_config.get("update_spec") or {}, do_updates=False)
     return agent_config
 

@@ -123,6 +123,8 @@ Component.__unsupported_types__ = {
     "sac-value-function": "SAC builds its Q-networks from value_function_spec (a list of layers)",
     "mem-prioritized-replay": "a numpy memory kept next to the graph, not a component: DQN and Ape-X agents take "
                               "it as their memory_spec type",
+    "frame-replay": "a numpy memory (stacked frames stored once) kept next to the graph, not a component: DQN, SAC, "
+                    "DDPG and Ape-X take it as their memory_spec type",
     "categorical-distribution-adapter": _TYPED_ADAPTER, "bernoulli-distribution-adapter": _TYPED_ADAPTER,
     "normal-distribution-adapter": _TYPED_ADAPTER, "beta-distribution-adapter": _TYPED_ADAPTER,
     "squashed-normal-adapter": _TYPED_ADAPTER, "squashed-normal-distribution-adapter": _TYPED_ADAPTER,

@@ -220,7 +220,7 @@ class DDPGAgent(ReplayAgentMixin, Agent):
             actions=self.action_space.with_batch_rank(),
             records=record_space(self.preprocessed_state_space, self.action_space),
             importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
-        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"], self.replay))
 
     def build(self, build_options: Optional[dict] = None) -> Any:
         stats = super().build(build_options)

@@ -85,7 +85,7 @@ class DQNAgent(ReplayAgentMixin, Agent):
                                        expected="IntBox leaves", received=str(leaf))
         policy = self._make_policy()
         memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, self.name,
-                                          "DQN")
+                                          "DQN", self.preprocessing_spec)
         if memory is not None and self.store_last_memory_batch:
             raise RLGraphSpecError("store_last_memory_batch needs a python-side memory",
                                    where=f"{self.name}(store_last_memory_batch)", received=self.memory_spec.get("type"),
@@ -106,7 +106,7 @@ class DQNAgent(ReplayAgentMixin, Agent):
             importance_weights=FloatBox(**batch), time_percentage=float, use_exploration=bool)
         # (The memory's size is checked here, not only at build: a memory too large for the RAM
         # fails at construction, also with auto_build=False.)
-        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"], self.replay))
 
     def _make_core(self, **core_args) -> DQNCore:
         """The root component from `DQNCore`'s arguments (a subclass may add its own, e.g. DQfD)."""

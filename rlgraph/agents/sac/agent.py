@@ -171,7 +171,7 @@ class SACAgent(ReplayAgentMixin, Agent):
             importance_weights=FloatBox(add_batch_rank=True), time_percentage=float, use_exploration=bool)
         if not discrete:
             self.input_spaces["actions"] = self.action_space.with_batch_rank()
-        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"]))
+        self.input_spaces.update(replay_input_spaces(memory, self.input_spaces["records"], self.replay))
 
     def _memory_capacity(self) -> int:
         return memory_capacity(self.root_component.memory, self.replay)

@@ -83,6 +83,7 @@ class MemPrioritizedReplay:
         self.tree = MinSumSegmentTree(self.capacity)
         self.record_space: Optional[Space] = None
         self.storage: Dict[str, np.ndarray] = {}
+        self.leaf_specs: Dict[str, tuple] = {}  # Flat record key -> (leaf shape, dtype): what inserts must match.
         self.index = 0
         self.size = 0
         self.max_priority = 1.0
@@ -99,6 +100,7 @@ class MemPrioritizedReplay:
         self.record_space = record_space
         self.storage = {key: np.zeros((self.capacity,) + tuple(leaf.shape), dtype=leaf.dtype)
                         for key, leaf in record_space.flatten().items()}
+        self.leaf_specs = {key: (store.shape[1:], store.dtype) for key, store in self.storage.items()}
 
     def insert_records(self, records: Any) -> None:
         """Appends a batch of records, each with priority max_priority^alpha.
@@ -119,21 +121,21 @@ class MemPrioritizedReplay:
                                         received=type(records).__name__) from None
             self._allocate(space.strip_ranks())
         flat = flatten_op(records)
-        if sorted(flat) != sorted(self.storage):
+        if sorted(flat) != sorted(self.leaf_specs):
             raise RLGraphSpaceError(self.record_space, "records do not have the record space's structure", where=where,
-                                    expected=sorted(self.storage), received=sorted(flat))
+                                    expected=sorted(self.leaf_specs), received=sorted(flat))
         arrays, batch = {}, None
         for key, value in flat.items():
-            store = self.storage[key]
+            shape, dtype = self.leaf_specs[key]
             value = np.asarray(value)
-            if value.shape[1:] != store.shape[1:] or value.ndim != store.ndim or \
+            if value.shape[1:] != shape or value.ndim != len(shape) + 1 or \
                     (batch is not None and value.shape[0] != batch):
                 raise RLGraphSpaceError(self.record_space, f"leaf '{key}' has the wrong shape", where=where,
-                                        expected=f"[{batch if batch is not None else 'B'}, *{store.shape[1:]}]",
+                                        expected=f"[{batch if batch is not None else 'B'}, *{shape}]",
                                         received=value.shape)
-            if not np.can_cast(value.dtype, store.dtype, casting="same_kind"):
+            if not np.can_cast(value.dtype, dtype, casting="same_kind"):
                 raise RLGraphSpaceError(self.record_space, f"leaf '{key}' has the wrong dtype", where=where,
-                                        expected=str(store.dtype), received=str(value.dtype))
+                                        expected=str(dtype), received=str(value.dtype))
             batch = value.shape[0]
             arrays[key] = value
         if not batch:
@@ -142,12 +144,7 @@ class MemPrioritizedReplay:
         skip = max(batch - self.capacity, 0)
         start = (self.index + skip) % self.capacity
         count = batch - skip
-        first = min(count, self.capacity - start)
-        for key, value in arrays.items():
-            store = self.storage[key]
-            store[start:start + first] = value[skip:skip + first]
-            if first < count:
-                store[:count - first] = value[skip + first:]
+        self._write({key: value[skip:] for key, value in arrays.items()}, start)
         positions = (start + np.arange(count)) % self.capacity
         self.tree.insert(positions, self.max_priority ** self.alpha)
         self.index = (self.index + batch) % self.capacity
@@ -176,8 +173,22 @@ class MemPrioritizedReplay:
         draws = (np.arange(num_records) + self.rng.uniform(size=num_records)) * (total / num_records)
         # Leaves beyond `size` are 0 and never returned; the clip is a guard only.
         indices = np.minimum(self.tree.index_of_prefixsum(draws), self.size - 1)
-        records = unflatten_op({key: store[indices] for key, store in self.storage.items()})
+        records = unflatten_op(self._gather(indices))
         return records, indices, self._importance_weights(indices, total)
+
+    def _write(self, arrays: Dict[str, np.ndarray], start: int) -> None:
+        """Stores the flat record leaves `arrays` ([count <= capacity, ...] each) from ring position `start` on."""
+        for key, value in arrays.items():
+            store = self.storage[key]
+            count = len(value)
+            first = min(count, self.capacity - start)
+            store[start:start + first] = value[:first]
+            if first < count:
+                store[:count - first] = value[first:]
+
+    def _gather(self, indices: np.ndarray) -> Dict[str, np.ndarray]:
+        """The flat record leaves at ring positions `indices` [B], each [B, ...]."""
+        return {key: store[indices] for key, store in self.storage.items()}
 
     def _importance_weights(self, indices: np.ndarray, total: float) -> np.ndarray:
         if self.beta == 0.0:
@@ -251,6 +262,10 @@ class MemPrioritizedReplay:
             raise RLGraphCheckpointError("nothing to save: the record space is not known yet",
                                          where=f"{type(self).__name__}.save",
                                          hint="pass record_space to the constructor or insert records first")
+        return write_npz(path, self._file_values(extra))
+
+    def _file_values(self, extra: Optional[Dict[str, int]]) -> Dict[str, np.ndarray]:
+        """The arrays `save` writes (subclasses add theirs; `_file_specs` names them for reading)."""
         kind, keys, pos, has_gauss, cached = self.rng.get_state()
         values = {_RECORD_PREFIX + key: store for key, store in self.storage.items()}
         values.update(priorities=self.tree.leaves(),
@@ -259,7 +274,11 @@ class MemPrioritizedReplay:
                       rng_keys=keys, rng_position=np.int64(pos), rng_has_gauss=np.int64(has_gauss),
                       rng_cached_gaussian=np.float64(cached))
         values.update({_EXTRA_PREFIX + name: np.int64(value) for name, value in (extra or {}).items()})
-        return write_npz(path, values)
+        return values
+
+    def _file_specs(self) -> Dict[str, ArraySpec]:
+        """`ArraySpec`s of the arrays a subclass adds to the file (checked before they are read)."""
+        return {}
 
     def load(self, path: Any) -> None:
         """Restores a memory written by `save` (a path, or the file's bytes); on any error the memory
@@ -306,7 +325,7 @@ class MemPrioritizedReplay:
                         "max_priority": "f", "rng_cached_gaussian": "f"}
         expected = {name: ArraySpec((), kinds) for name, kinds in scalar_kinds.items()}
         expected.update(config=ArraySpec((3,), "f"), priorities=ArraySpec((self.tree.capacity,), "f"),
-                        rng_keys=ArraySpec((624,), "u", np.uint32))
+                        rng_keys=ArraySpec((624,), "u", np.uint32), **self._file_specs())
         if self.record_space is not None:
             expected.update({_RECORD_PREFIX + key: ArraySpec(store.shape, store.dtype.kind, store.dtype,
                                                              mismatch="the file's records do not fit this memory")

@@ -70,3 +70,45 @@ def check_memory_size(capacity: int, num_bytes: int, where: str) -> None:
         expected=f"a capacity below ~{int(ram // per_record)} records", received=capacity,
         hint="lower memory_spec.capacity; a record holds states, next_states, actions, rewards and terminals "
              "(plus priorities in a prioritized memory).")
+
+
+def available_memory_bytes() -> Optional[int]:
+    """The memory the OS can hand out now without swapping, in bytes (None where it does not tell).
+
+    psutil's `virtual_memory().available` where psutil is installed, else "MemAvailable" of
+    /proc/meminfo (Linux).
+    """
+    try:
+        import psutil  # Optional: not a dependency of rlgraph.
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # The file counts kB.
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_available_memory(num_bytes: int, where: str, what: str, hint: str) -> None:
+    """Refuses `num_bytes` more than the available memory (`available_memory_bytes`), naming the figure.
+
+    Args:
+        num_bytes: The bytes about to be allocated.
+        where: The component and argument, for the error.
+        what: What needs them, e.g. "capacity 1000000 (4 x (84, 84, 1) uint8 frames per state)".
+        hint: What the user can do.
+
+    Raises:
+        RLGraphSpecError: If the figure exceeds the available memory (nothing is checked where
+            the OS does not tell).
+    """
+    available = available_memory_bytes()
+    if available is None or num_bytes <= available:
+        return
+    raise RLGraphSpecError(f"{what} needs ~{format_bytes(num_bytes)}, more than the {format_bytes(available)} "
+                           f"of memory available now", where=where,
+                           expected=f"at most {format_bytes(available)}", received=format_bytes(num_bytes), hint=hint)

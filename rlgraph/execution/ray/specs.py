@@ -18,6 +18,7 @@ import logging
 from typing import Any, Dict, Tuple
 
 from rlgraph.agents.specs import check_bool, check_directory, check_number, check_positive_int, check_seed, check_spec
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ WORKER_SPEC_DEFAULTS: Dict[str, Any] = {
     "seed": None,                      # envs and agents of worker i get seed + i (None: the agent's seed)
 }
 APEX_REPLAY_SPEC_DEFAULTS: Dict[str, Any] = {
-    "memory_spec": None,               # capacity (over all shards), alpha, beta, epsilon
+    "memory_spec": None,               # type, capacity (over all shards), alpha, beta, epsilon[, frame_stack]
     "clip_rewards": False,             # workers observe rewards clipped to [-1, 1]
     "min_sample_memory_size": None,    # records (over all shards) before learning starts (None: 1000 or the capacity)
     "n_step_adjustment": None,         # (the workers' n; kept for old configs)
@@ -68,6 +69,8 @@ APEX_REPLAY_SPEC_DEFAULTS: Dict[str, Any] = {
 MAX_REPLAY_RATIO = 1e6
 MEMORY_SPEC_DEFAULTS: Dict[str, Any] = {"type": "mem-prioritized-replay", "capacity": 100000, "alpha": 0.6,
                                         "beta": 0.4, "epsilon": 1e-6}
+# The further keys of a "frame-replay" memory (`FrameReplay`; frame_capacity, like capacity, over all shards).
+FRAME_SPEC_DEFAULTS: Dict[str, Any] = {"frame_stack": None, "frame_capacity": None, "compress": False}
 # Keys accepted for old configs but without effect on Ray 2 -> why.
 OBSOLETE_KEYS = {
     "worker_spec.num_background_envs": "the worker steps its envs itself (Ray 2 has no background env threads)",
@@ -185,11 +188,22 @@ def _check_values(spec: Dict[str, dict]) -> None:
                                                      minimum=0)
     replay["clip_rewards"] = check_bool(replay["clip_rewards"], "clip_rewards", where)
     replay["snapshot_directory"] = check_directory(replay["snapshot_directory"], "snapshot_directory", where)
-    memory = check_spec(replay["memory_spec"], MEMORY_SPEC_DEFAULTS, "memory_spec", where)
-    if str(memory["type"]).replace("_", "-").lower() not in ("mem-prioritized-replay", "prioritized-replay"):
+    raw = replay["memory_spec"]
+    frames = isinstance(raw, dict) and str(raw.get("type", "")).replace("_", "-").lower() in FRAME_MEMORY_TYPES
+    memory = check_spec(raw, dict(MEMORY_SPEC_DEFAULTS, **FRAME_SPEC_DEFAULTS) if frames else MEMORY_SPEC_DEFAULTS,
+                        "memory_spec", where)
+    memory_type = memory.pop("type")
+    plain_types = ("mem-prioritized-replay", "prioritized-replay")
+    if not frames and str(memory_type).replace("_", "-").lower() not in plain_types:
         raise RLGraphSpecError("Ape-X replay shards are prioritized memories", where=f"{where}(memory_spec.type)",
-                               expected="mem-prioritized-replay", received=repr(memory["type"]))
-    memory.pop("type")
+                               expected='"mem-prioritized-replay", or "frame-replay" for stacked frames stored once',
+                               received=repr(memory_type))
+    if frames:
+        memory["type"] = "frame-replay"
+        for key in ("frame_stack", "frame_capacity"):
+            if memory[key] is not None:
+                memory[key] = check_positive_int(memory[key], f"memory_spec.{key}", where)
+        memory["compress"] = check_bool(memory["compress"], "memory_spec.compress", where)
     memory["capacity"] = check_positive_int(memory["capacity"], "memory_spec.capacity", where)
     for key in ("alpha", "beta"):  # Exponents in [0, 1] (see `PrioritizedReplay`).
         memory[key] = check_number(memory[key], f"memory_spec.{key}", where, 0, 1)

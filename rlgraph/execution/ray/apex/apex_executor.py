@@ -14,6 +14,7 @@ from rlgraph.execution.ray.apex.actors import ApexActors, ShardSlot, WorkerSlot
 from rlgraph.execution.ray.apex.checkpoints import ApexCheckpoints
 from rlgraph.execution.ray.apex.learner import LearnerThread
 from rlgraph.execution.ray.apex.pacing import ApexPacing
+from rlgraph.execution.ray.apex.replay_shard import complete_frame_replay_spec
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -101,6 +102,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         env = self.environment_spec() if callable(self.environment_spec) and \
             not isinstance(self.environment_spec, (dict, str)) else Environment.from_spec(self.environment_spec)
         self.state_space, self.action_space = env.state_space, env.action_space
+        env_frame_stack = getattr(env, "frame_stack", None)  # (AtariEnv stacks frames itself.)
         env.terminate()
         self.local_agent = Agent.from_spec(self.learner_config(self.agent_config), state_space=self.state_space,
                                            action_space=self.action_space)
@@ -115,6 +117,8 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         self._init_pacing()
         self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
                                       capacity=max(1, self.replay_spec["memory_spec"]["capacity"] // num_shards))
+        if self.shard_memory_spec.get("type") == "frame-replay":
+            complete_frame_replay_spec(self.shard_memory_spec, num_shards, self.local_agent, env_frame_stack)
         if self.agent_config.get("memory_spec") is not None:
             logger.info("Ape-X: the agent config's memory_spec is not used here: the replay is %d shard(s) of "
                         "apex_replay_spec.memory_spec (%s, capacity %d each).", num_shards,

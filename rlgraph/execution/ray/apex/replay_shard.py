@@ -1,23 +1,30 @@
 """`ReplayShard`: one shard of Ape-X's distributed prioritized replay (an actor)."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any, Optional
 
 import numpy as np
 
+from rlgraph.agents.records import record_space
+from rlgraph.agents.replay_access import sequence_length
+from rlgraph.components.memories.frame_replay import FrameReplay, frame_replay_bytes
+from rlgraph.components.memories.memory_size import format_bytes
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.execution.ray.actors import process_id
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError
+
+logger = logging.getLogger(__name__)
 
 # The snapshot's copy of `inserted_since_load` (an extra of `MemPrioritizedReplay.save`).
 INSERTED_KEY = "inserted_since_load"
 
 
 class ReplayShard:
-    """A `MemPrioritizedReplay` served to the executor: inserts from sample workers, batches for the
-    learner, priority updates back from it, snapshots for recovery.
+    """A `MemPrioritizedReplay` (or `FrameReplay`) served to the executor: inserts from sample workers,
+    batches for the learner, priority updates back from it, snapshots for recovery.
 
     `inserted_since_load` counts the records inserted since the shard was created or loaded from a
     checkpoint; a snapshot stores it with the records, and a shard restored from that snapshot counts
@@ -27,7 +34,9 @@ class ReplayShard:
 
     Args:
         index: The shard's index.
-        memory_spec: `MemPrioritizedReplay` arguments (capacity of this shard, alpha, beta, epsilon).
+        memory_spec: `MemPrioritizedReplay` arguments (capacity of this shard, alpha, beta, epsilon), or
+            with "type" "frame-replay" `FrameReplay`'s (those plus frame_stack, frame_capacity, compress
+            and record_space: its storage is allocated, logged or refused when the shard starts).
         batch_size: Records per sampled batch.
         min_sample_memory_size: `sample` returns None until the shard holds this many records.
         snapshot_interval: Records inserted between snapshots (0: never).
@@ -41,7 +50,10 @@ class ReplayShard:
                  snapshot_interval: int = 0, snapshot_path: Optional[str] = None, restore_from: Optional[str] = None,
                  seed: Optional[int] = None):
         self.index = index
-        self.memory = MemPrioritizedReplay(seed=seed, **memory_spec)
+        spec = dict(memory_spec)
+        memory_class = FrameReplay if spec.pop("type", "mem-prioritized-replay") == "frame-replay" else \
+            MemPrioritizedReplay
+        self.memory = memory_class(seed=seed, **spec)
         self.batch_size = int(batch_size)
         self.min_sample_memory_size = int(min_sample_memory_size)
         self.snapshot_interval = int(snapshot_interval)
@@ -151,3 +163,26 @@ class ReplayShard:
                 "sampled_batches": self.num_sampled, "priority_updates": self.num_priority_updates,
                 "snapshot_time": self.snapshot_time, "restored_records": self.restored_records,
                 "inserted_since_load": self.inserted_since_load, "pid": process_id()}
+
+
+def complete_frame_replay_spec(spec: dict, num_shards: int, agent: Any, env_frame_stack: Optional[int]) -> None:
+    """Completes a shard's "frame-replay" `spec` in place for the learner `agent`'s records.
+
+    Sets frame_stack (given, else the length of a "sequence" preprocessor of the agent, else the
+    env's own stack, else 4), each shard's share of frame_capacity and the record space, so that
+    each shard allocates its storage when it starts (logged there, or refused with the figure);
+    logs the whole replay's bytes.
+    """
+    if spec.get("frame_stack") is None:
+        spec["frame_stack"] = sequence_length(agent.preprocessing_spec) or env_frame_stack or 4
+    if spec.get("frame_capacity") is None:
+        spec.pop("frame_capacity", None)
+    else:
+        spec["frame_capacity"] = max(1, spec["frame_capacity"] // num_shards)
+    spec["record_space"] = record_space(agent.preprocessed_state_space, agent.action_space)
+    compress = bool(spec.get("compress", False))
+    shard_bytes = frame_replay_bytes(spec["capacity"], agent.preprocessed_state_space, spec["frame_stack"],
+                                     spec.get("frame_capacity"), compress=compress)
+    logger.info("Ape-X: %d frame replay shard(s) of capacity %d (%d frames a state): ~%s in all%s.", num_shards,
+                spec["capacity"], spec["frame_stack"], format_bytes(num_shards * shard_bytes),
+                " plus the compressed frames" if compress else "")
