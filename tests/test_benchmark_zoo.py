@@ -193,7 +193,6 @@ def test_an_evaluation_leaves_the_running_state_statistics_as_they_were(backend)
     """a2c/Acrobot-v1 normalizes its states (the zoo's VecNormalize) with running statistics,
     which every get_action updates: the study's evaluations must not."""
     from rlgraph.benchmarks import zoo_configs
-    from rlgraph.benchmarks.learning_runs import preprocessor_kept
     from rlgraph.benchmarks.zoo_table import BY_NAME
     from rlgraph.execution.training import make_agent_and_env, resolve_config
     config = zoo_configs.rlgraph_config(BY_NAME["a2c/Acrobot-v1"], backend=backend, seed=1, steps=1000)
@@ -206,7 +205,7 @@ def test_an_evaluation_leaves_the_running_state_statistics_as_they_were(backend)
         assert sorted(name.rsplit("/", 1)[1] for name in names) == ["count", "m2", "mean"]
         count = next(name for name in names if name.endswith("/count"))
         assert training[count] == 8
-        with preprocessor_kept(agent):
+        with agent.preprocessor_state_kept():
             agent.get_action(states * 3.0 + 1.0, use_exploration=False)
             assert agent.get_weights([count])[count] == 16  # Moved while evaluating...
         after = agent.get_weights(names)

@@ -90,6 +90,31 @@ def test_evaluate_does_not_learn(backend):
     assert agent.timesteps == 0 and agent.num_updates == 0
 
 
+def test_an_evaluation_between_training_steps_leaves_the_preprocessor_state(backend):
+    """A frame stack and whole-run statistics: training continues with its own episode's stack,
+    as if no evaluation (of other episodes, through the same agent) had run in between."""
+    preprocessing = [{"type": "moving-standardize", "per_episode": False},
+                     {"type": "sequence", "sequence_length": 3, "add_rank": False}]
+
+    def run(evaluate_between):
+        agent = _agent(backend, FloatBox(shape=(3,)), preprocessing_spec=preprocessing,
+                       update_spec={"do_updates": False}, observe_spec={"buffer_size": 100})
+        worker = SingleThreadedWorker(agent, _random_env_spec(), seed=4)
+        evaluator = SingleThreadedWorker(agent, _random_env_spec(terminal_prob=0.3), seed=9)
+        worker.execute_timesteps(5)
+        if evaluate_between:
+            before = agent.graph_executor.get_weights()
+            evaluator.evaluate(3)
+            after = agent.graph_executor.get_weights()
+            assert all(np.array_equal(before[k], after[k]) for k in before)
+        worker.execute_timesteps(5, reset=False)
+        agent.terminate()
+        return np.stack([transition.state for transition in agent.buffers.buffers[0]])  # Preprocessed.
+
+    with_evaluation = run(True)
+    np.testing.assert_array_equal(with_evaluation, run(False))
+
+
 def test_grid_world_returns_match_env(backend):
     """The worker's episode return equals the sum of the env's rewards along the same actions."""
     agent = _agent(backend, IntBox(16), preprocessing_spec=[{"type": "reshape", "flatten": True,

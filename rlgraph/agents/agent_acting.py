@@ -1,7 +1,8 @@
 """`AgentActing`: `get_action` and `preprocess_states` of every agent (a base class of `Agent`)."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+import contextlib
+from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -96,6 +97,37 @@ class AgentActing:
             raise RLGraphSpecError(f"unknown extra_returns {unknown}", where=f"{self.name}.get_action",
                                    expected=["preprocessed_states"], received=names)
         return names
+
+    @contextlib.contextmanager
+    def preprocessor_state_kept(self) -> Iterator[None]:
+        """Puts the variables of the agent's preprocessor (frame stacks, running statistics) back as
+        they were when the block started: greedy evaluations between training steps
+        (`SingleThreadedWorker.evaluate`) leave the training episodes' stacks, and statistics that
+        run over the whole training (`moving-standardize` with `per_episode` false, as SB3's
+        VecNormalize keeps them), as they were.
+
+        >>> from rlgraph.agents import Agent
+        >>> agent = Agent.from_spec({"type": "dqn", "backend": "pytorch", "network_spec": [
+        ...     {"type": "dense", "units": 4}], "preprocessing_spec": [{"type": "moving-standardize",
+        ...     "per_episode": False}]}, state_space={"type": "float-box", "shape": (2,)},
+        ...     action_space={"type": "int-box", "high": 2})
+        >>> _ = agent.get_action(np.ones(2, np.float32))
+        >>> with agent.preprocessor_state_kept():
+        ...     _ = agent.get_action(np.zeros((5, 2), np.float32), use_exploration=False)
+        >>> [float(v) for k, v in agent.graph_executor.get_weights().items() if k.endswith("/count")]
+        [1.0]
+        """
+        preprocessor = getattr(self.root_component, "preprocessor", None)
+        names = []
+        if preprocessor is not None:
+            scope = preprocessor.global_scope + "/"
+            names = [name for name in self.graph_executor.get_weights() if name.startswith(scope)]
+        before = self.graph_executor.get_weights(names) if names else {}
+        try:
+            yield
+        finally:
+            if before:
+                self.graph_executor.set_weights(before)
 
     def preprocess_states(self, states: Any) -> Any:
         """The states after the agent's preprocessor (identity without one); single or batched."""

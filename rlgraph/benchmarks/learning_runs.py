@@ -5,7 +5,6 @@ benchmark (`zoo.py`) runs with its own configs and models.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 from typing import Any, Callable, List, Optional, Tuple
@@ -135,30 +134,12 @@ def train_rlgraph(config: dict, num_envs: int, job: dict, evaluate: Callable) ->
         while done < job["steps"]:
             chunk = min(job["eval_interval"], job["steps"] - done)
             done += worker.execute_timesteps(chunk, reset=done == 0)["timesteps_executed"]
-            with preprocessor_kept(agent):
+            with agent.preprocessor_state_kept():  # (SB3's evaluation only reads its VecNormalize.)
                 evaluate(done, act)
     finally:
         worker.terminate()
         agent.terminate()
     return done
-
-
-@contextlib.contextmanager
-def preprocessor_kept(agent: Any):
-    """Puts the variables of `agent`'s preprocessor back as they were when the block started.
-
-    An evaluation must leave training as it was: a preprocessor with running statistics (the zoo's
-    VecNormalize, a "moving-standardize" layer) merges every state it sees into them, whereas
-    SB3's evaluation (`zoo_configs.sb3_act`) only reads its VecNormalize's.
-    """
-    scope = agent.root_component.preprocessor.global_scope + "/"
-    names = [name for name in agent.graph_executor.get_weights() if name.startswith(scope)]
-    before = agent.get_weights(names) if names else {}
-    try:
-        yield
-    finally:
-        if before:
-            agent.set_weights(before)
 
 
 def train_sb3(model: Any, act: Callable[[np.ndarray], Any], job: dict, evaluate: Callable) -> int:

@@ -73,9 +73,6 @@ def to_env_action(pair: ZooPair) -> Callable[[Any], Any]:
 def deviations(pair: ZooPair) -> List[str]:
     """What of the zoo's settings rlgraph's config cannot mirror (written into its "about")."""
     hp, notes = pair.hyperparameters, []
-    if hp.get("normalize"):
-        notes.append("VecNormalize's observation statistics freeze during evaluations; rlgraph's "
-                     "moving-standardize also counts the evaluation episodes' states")
     if hp.get("use_sde"):
         notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
     return notes

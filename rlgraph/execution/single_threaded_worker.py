@@ -93,8 +93,11 @@ class SingleThreadedWorker:
 
     def evaluate(self, num_episodes: int, max_timesteps_per_episode: int = 0) -> Dict[str, Any]:
         """Greedy episodes without learning (fresh episodes; the training episodes are not touched
-        when the worker has its own env)."""
-        return self.execute_episodes(num_episodes, max_timesteps_per_episode, use_exploration=False, learn=False)
+        when the worker has its own env, and the agent's preprocessor state is put back afterwards:
+        `Agent.preprocessor_state_kept`)."""
+        with self.agent.preprocessor_state_kept():
+            return self.execute_episodes(num_episodes, max_timesteps_per_episode, use_exploration=False,
+                                         learn=False)
 
     def request_stop(self) -> None:
         """Ends the running `execute_*` call after the current worker step (every env finishes its
