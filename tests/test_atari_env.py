@@ -125,3 +125,42 @@ def test_openai_gym_env_hands_frameskip_to_ale(cv2):
     env.reset()
     env.step(0)
     assert env.gym_env.unwrapped.ale.getEpisodeFrameNumber() == 3
+
+
+def test_protocols_of_record_and_explicit_overrides(cv2):
+    from rlgraph.environments.atari import PROTOCOLS
+    from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+    nature = AtariEnv("Pong", protocol="dqn-nature", seed=0)
+    assert nature.settings == PROTOCOLS["dqn-nature"] and nature.clip_rewards and nature.episodic_life
+    assert nature.gym_env.unwrapped.ale.getFloat("repeat_action_probability") == 0.0
+    assert (nature.max_num_noops, nature.max_episode_steps) == (30, 27000)  # 108,000 frames at frameskip 4.
+    machado = AtariEnv("Pong", protocol="machado2018", seed=0)
+    assert machado.gym_env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+    assert not machado.episodic_life and machado.max_num_noops == 0 and machado.clip_rewards
+    machado.reset()
+    assert machado.gym_env.unwrapped.ale.getEpisodeFrameNumber() == 0  # No no-op starts, no FIRE.
+    # An argument given explicitly wins over the protocol's value.
+    mine = AtariEnv("Pong", protocol="machado2018", repeat_action_probability=0.1, clip_rewards=False, seed=0)
+    assert mine.gym_env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(0.1)
+    assert not mine.clip_rewards and mine.settings["max_num_noops"] == 0
+    with pytest.raises(RLGraphSpecError, match="unknown Atari protocol"):
+        AtariEnv("Pong", protocol="nature")
+    with pytest.raises(RLGraphSpecError, match=r"AtariEnv\(repeat_action_probability\)"):
+        AtariEnv("Pong", repeat_action_probability=1.0)
+
+
+def test_evaluations_score_full_games_with_raw_rewards(cv2):
+    from rlgraph.execution.env_ids import evaluation_env_spec
+    training = {"type": "atari", "game": "Breakout", "protocol": "dqn-nature", "seed": 3}
+    env = Environment.from_spec(evaluation_env_spec(training))
+    assert not env.episodic_life and not env.clip_rewards
+    env.reset()
+    lives_seen = set()
+    for _ in range(5000):
+        _, reward, terminal, info = env.step(env.action_space.sample())
+        lives_seen.add(info["lives"])
+        if terminal:
+            break
+    # The evaluation's episode is the whole game: it ends with the last life, not the first.
+    assert terminal and info["lives"] == 0 and {5, 1} <= lives_seen
+    assert Environment.from_spec(training).episodic_life  # (Training keeps its setting.)

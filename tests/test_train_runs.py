@@ -387,3 +387,25 @@ def test_trim_csv_drops_the_rows_after_a_step(tmp_path):
     path.write_text("step,episode,return,length\n10,1,1.0,10\n20,2,2.0,10\n30,3,3.0,10\n")
     assert trim_csv(str(path), 20) == 1 and trim_csv(str(path), 20) == 0
     assert path.read_text().splitlines() == ["step,episode,return,length", "10,1,1.0,10", "20,2,2.0,10"]
+
+
+def test_evaluations_run_on_the_evaluation_settings_of_the_env(monkeypatch):
+    """Training on a CartPole that ends episodes at a lost life (it has none): the evaluator's env
+    spec turns that off (AtariEnv's turns off reward clipping too), the training env keeps it."""
+    import rlgraph.execution.single_threaded_worker as stw
+    made = []
+    original = stw.SingleThreadedWorker.__init__
+
+    def recording_init(self, agent, env_spec, *args, **kwargs):
+        made.append(env_spec)
+        original(self, agent, env_spec, *args, **kwargs)
+
+    monkeypatch.setattr(stw.SingleThreadedWorker, "__init__", recording_init)
+    config = {"type": "dqn", "network_spec": [{"type": "dense", "units": 8}],
+              "environment_spec": {"type": "openai-gym", "gym_env": "CartPole-v1", "episodic_life": True},
+              "training_spec": {"num_timesteps": 30, "evaluation_interval": 15, "evaluation_episodes": 1},
+              "execution_spec": {"seed": 1}, "backend": "pytorch"}
+    summary = train(config, progress=False)
+    assert len(summary["evaluations"]) == 2
+    episodic = [spec.get("episodic_life") for spec in made if isinstance(spec, dict)]
+    assert episodic == [True, False], made  # The training worker's, then the evaluator's.

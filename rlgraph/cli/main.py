@@ -244,6 +244,7 @@ def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
 
 
 def _evaluate(args) -> int:
+    from rlgraph.execution.env_ids import evaluation_env_spec
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.video import check_display, check_video_path, resolve_checkpoint
     if args.video is not None:  # Checked before the (slow) build.
@@ -257,7 +258,7 @@ def _evaluate(args) -> int:
     agent, env_spec, config = _load_checkpoint(checkpoint, args.env, "evaluate")
     if args.render or args.video:
         return _watch_or_record(args, agent, env_spec, config["training_spec"]["max_timesteps_per_episode"])
-    worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=args.seed)
+    worker = SingleThreadedWorker(agent, evaluation_env_spec(env_spec), num_environments=1, seed=args.seed)
     result = worker.evaluate(args.episodes or 10, config["training_spec"]["max_timesteps_per_episode"])
     returns = result["episode_returns"]
     print(f"rlgraph evaluate: {len(returns)} greedy episodes: mean return {np.mean(returns):.2f} "

@@ -13,6 +13,27 @@ from rlgraph.spaces import IntBox
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
 
+# AtariEnv's own defaults: the DQN preprocessing, rewards as the game gives them.
+DEFAULTS = {"frame_size": 84, "frame_stack": 4, "grayscale": True, "frameskip": 4, "max_num_noops": 30,
+            "episodic_life": True, "fire_reset": True, "clip_rewards": False, "max_pool_frames": True,
+            "max_episode_steps": None, "repeat_action_probability": 0.0}
+# Evaluation protocols of record (`protocol`); an argument given explicitly overrides its value.
+PROTOCOLS = {
+    # Mnih et al. 2015 (https://www.nature.com/articles/nature14236): up to 30 no-op starts, a lost
+    # life is terminal for learning, max-pool of the last two of 4 repeated frames, 84x84 grey
+    # frames, 4 stacked, rewards clipped to their sign, episodes capped at 108,000 frames.
+    "dqn-nature": {"frame_size": 84, "frame_stack": 4, "grayscale": True, "frameskip": 4, "max_num_noops": 30,
+                   "episodic_life": True, "fire_reset": True, "clip_rewards": True, "max_pool_frames": True,
+                   "max_episode_steps": 27000, "repeat_action_probability": 0.0},
+    # Machado et al. 2018 (https://arxiv.org/abs/1709.06009): sticky actions (each emulator frame
+    # repeats the previous action with probability 0.25) instead of no-op starts, no life-loss
+    # signal (full episodes), otherwise the same frame processing and cap.
+    "machado2018": {"frame_size": 84, "frame_stack": 4, "grayscale": True, "frameskip": 4, "max_num_noops": 0,
+                    "episodic_life": False, "fire_reset": False, "clip_rewards": True, "max_pool_frames": True,
+                    "max_episode_steps": 27000, "repeat_action_probability": 0.25},
+}
+
+
 class AtariEnv(OpenAIGymEnv):
     """An ALE game with frame skipping, max-pooling, down-scaling and frame stacking.
 
@@ -27,9 +48,16 @@ class AtariEnv(OpenAIGymEnv):
     Defaults follow Mnih et al. 2015 (https://www.nature.com/articles/nature14236): up to 30 no-op
     starts, a lost life ends the agent's episode, FIRE after reset in games that need it.
 
+    `protocol` names a published setting (`PROTOCOLS`): "dqn-nature" (the defaults plus clipped
+    rewards and the 108,000-frame cap) or "machado2018" (sticky actions 0.25, no no-op starts,
+    no life loss); arguments given explicitly override the protocol's values. Evaluations use the
+    full game score whatever the training setting (`evaluation_settings`: no life loss, raw rewards).
+
     Args:
         game: A game name ("Pong", "space_invaders" -> "ALE/SpaceInvaders-v5") or a full id
             ("ALE/Pong-v5", "PongNoFrameskip-v4").
+        protocol: None, "dqn-nature" or "machado2018" (see above). The arguments below left None
+            take the protocol's value, else `DEFAULTS`.
         frame_size: Output height and width: an int (square) or (height, width).
         frame_stack: How many of the latest frames form a state.
         grayscale: Whether frames are grayscale (one channel) or RGB (three).
@@ -43,6 +71,8 @@ class AtariEnv(OpenAIGymEnv):
         seed: Seed for reproducible episodes.
         visualize: Make the game with ``render_mode="rgb_array"`` so that `render` returns frames.
         max_episode_steps: Optional own time limit in steps (see `OpenAIGymEnv`).
+        repeat_action_probability: ALE's sticky actions: the probability that an emulator frame
+            repeats the previous action instead of the agent's.
         render_mode: Passed to `gymnasium.make` (overrides `visualize`).
         **kwargs: Passed to `gymnasium.make` (e.g. ``difficulty``, ``mode``, ``full_action_space``).
 
@@ -50,15 +80,31 @@ class AtariEnv(OpenAIGymEnv):
         RLGraphMissingDependencyError: If ale-py or OpenCV is not installed.
     """
 
-    def __init__(self, game: str, frame_size: Union[int, tuple] = 84, frame_stack: int = 4, grayscale: bool = True,
-                 frameskip: int = 4, max_num_noops: int = 30, episodic_life: bool = True, fire_reset: bool = True,
-                 clip_rewards: bool = False, max_pool_frames: bool = True, seed: Optional[int] = None,
-                 visualize: bool = False, max_episode_steps: Optional[int] = None, render_mode: Optional[str] = None,
-                 **kwargs):
+    # What evaluations change in a training spec (`rlgraph.execution.env_ids.evaluation_env_spec`).
+    evaluation_settings = {"episodic_life": False, "clip_rewards": False}
+
+    def __init__(self, game: str, protocol: Optional[str] = None, frame_size: Union[int, tuple, None] = None,
+                 frame_stack: Optional[int] = None, grayscale: Optional[bool] = None, frameskip: Optional[int] = None,
+                 max_num_noops: Optional[int] = None, episodic_life: Optional[bool] = None,
+                 fire_reset: Optional[bool] = None, clip_rewards: Optional[bool] = None,
+                 max_pool_frames: Optional[bool] = None, seed: Optional[int] = None, visualize: bool = False,
+                 max_episode_steps: Optional[int] = None, render_mode: Optional[str] = None,
+                 repeat_action_probability: Optional[float] = None, **kwargs):
         gym = import_optional("gymnasium", where="AtariEnv", hint=ATARI_INSTALL_HINT)
         ale_py = import_optional("ale_py", "ale-py", where="AtariEnv", hint=ATARI_INSTALL_HINT)
         self._cv2 = import_optional("cv2", "opencv-python-headless", where="AtariEnv", hint=ATARI_INSTALL_HINT)
         gym.register_envs(ale_py)
+        given = dict(frame_size=frame_size, frame_stack=frame_stack, grayscale=grayscale, frameskip=frameskip,
+                     max_num_noops=max_num_noops, episodic_life=episodic_life, fire_reset=fire_reset,
+                     clip_rewards=clip_rewards, max_pool_frames=max_pool_frames, max_episode_steps=max_episode_steps,
+                     repeat_action_probability=repeat_action_probability)
+        if protocol is not None and protocol not in PROTOCOLS:
+            raise RLGraphSpecError("unknown Atari protocol", where="AtariEnv(protocol)", expected=sorted(PROTOCOLS),
+                                   received=repr(protocol))
+        self.protocol = protocol
+        settings = {**DEFAULTS, **PROTOCOLS.get(protocol, {}), **{k: v for k, v in given.items() if v is not None}}
+        self.settings = settings  # What this env runs with (after the protocol and the explicit arguments).
+        frame_size, frame_stack, frameskip = settings["frame_size"], settings["frame_stack"], settings["frameskip"]
         self.frame_size = (frame_size, frame_size) if np.ndim(frame_size) == 0 else tuple(frame_size)
         if len(self.frame_size) != 2 or min(self.frame_size) < 1:
             raise RLGraphError("invalid frame size", where="AtariEnv(frame_size)",
@@ -69,10 +115,14 @@ class AtariEnv(OpenAIGymEnv):
         self.game = self.game_id(game)
         game_id = check_env_id(self.game, "AtariEnv(game)")  # Never "module:Game" (gymnasium imports module).
         self.frame_stack = int(frame_stack)
-        self.grayscale = bool(grayscale)
-        self.clip_rewards = bool(clip_rewards)
-        self.max_pool_frames = bool(max_pool_frames)
-        make_kwargs = {"frameskip": 1, "repeat_action_probability": 0.0,
+        self.grayscale = bool(settings["grayscale"])
+        self.clip_rewards = bool(settings["clip_rewards"])
+        self.max_pool_frames = bool(settings["max_pool_frames"])
+        sticky = settings["repeat_action_probability"]
+        if isinstance(sticky, bool) or not isinstance(sticky, (int, float)) or not 0.0 <= sticky < 1.0:
+            raise RLGraphSpecError("invalid sticky-action probability", where="AtariEnv(repeat_action_probability)",
+                                   expected="a number in [0, 1)", received=repr(sticky))
+        make_kwargs = {"frameskip": 1, "repeat_action_probability": float(sticky),
                        "obs_type": "grayscale" if self.grayscale else "rgb"}
         make_kwargs.update(kwargs)
         if render_mode is None and visualize:
@@ -88,8 +138,9 @@ class AtariEnv(OpenAIGymEnv):
         except TypeError as error:  # A keyword argument that ale-py's AtariEnv does not take.
             raise RLGraphSpecError("gymnasium.make rejected the arguments", where=f"AtariEnv({game!r})",
                                    received=f"keys {sorted(make_kwargs)}", hint=str(error)) from None
-        super().__init__(env, frameskip=frameskip, max_num_noops=max_num_noops, noop_action=0,
-                         episodic_life=episodic_life, fire_reset=fire_reset, max_episode_steps=max_episode_steps)
+        super().__init__(env, frameskip=frameskip, max_num_noops=settings["max_num_noops"], noop_action=0,
+                         episodic_life=settings["episodic_life"], fire_reset=settings["fire_reset"],
+                         max_episode_steps=settings["max_episode_steps"])
         self.env_id = self.game
         channels = (1 if self.grayscale else 3) * self.frame_stack
         self.state_space = IntBox(0, 256, shape=self.frame_size + (channels,), dtype="uint8")

@@ -19,6 +19,11 @@ class Environment(Specifiable, abc.ABC):
         seed: Optional random seed (see `seed`).
     """
 
+    # Constructor arguments that a greedy evaluation sets in a training spec of this environment, so
+    # that it scores the task itself (e.g. AtariEnv: full games, raw rewards); see
+    # `rlgraph.execution.env_ids.evaluation_env_spec`.
+    evaluation_settings: dict = {}
+
     def __init__(self, state_space: Any, action_space: Any, seed: Optional[int] = None):
         self.state_space = Space.from_spec(state_space)
         self.action_space = Space.from_spec(action_space)

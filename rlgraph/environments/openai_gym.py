@@ -69,6 +69,7 @@ class OpenAIGymEnv(Environment):
     """
 
     __spec_open_kwargs__ = True  # Unknown spec keys go on to gymnasium.make.
+    evaluation_settings = {"episodic_life": False}  # Evaluations score whole games.
 
     def __init__(self, gym_env: Any, frameskip: Optional[int] = None, max_num_noops: int = 0, noop_action: Any = 0,
                  episodic_life: bool = False, fire_reset: bool = False, visualize: bool = False,

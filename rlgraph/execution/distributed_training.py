@@ -70,6 +70,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
         The summary of `training.train`, plus num_updates (learner updates), updates_per_second,
         mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
     """
+    from rlgraph.execution.env_ids import evaluation_env_spec
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.run_files import RunLogs
     from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
@@ -87,7 +88,8 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
     try:
         agent = executor.local_agent
         if spec["evaluation_interval"]:
-            evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
+            evaluator = SingleThreadedWorker(agent, evaluation_env_spec(env_spec),
+                                             num_environments=spec["evaluation_episodes"],
                                              seed=None if seed is None else seed + 10_000)
         logs = RunLogs(output_dir, config) if output_dir else None
         bar = progress_bar(spec["num_timesteps"], progress)

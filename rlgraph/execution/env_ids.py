@@ -129,6 +129,32 @@ def apply_env(config: dict, env: Any, keep_stop_at_return: bool = False, where: 
     return config
 
 
+def evaluation_env_spec(spec: Any) -> Any:
+    """The environment spec of greedy evaluations for training spec `spec`: a copy with the
+    `evaluation_settings` of its environment class (and of wrapped specs), so that an evaluation
+    scores the task itself, e.g. an Atari game's full score (no life loss, raw rewards) when
+    training ends episodes at a lost life and clips rewards. Env objects and specs of classes
+    without such settings stay as they are.
+
+    >>> evaluation_env_spec({"type": "atari", "game": "Breakout", "protocol": "dqn-nature"})
+    {'type': 'atari', 'game': 'Breakout', 'protocol': 'dqn-nature', 'episodic_life': False, 'clip_rewards': False}
+    >>> evaluation_env_spec({"type": "openai-gym", "gym_env": "CartPole-v1"})["episodic_life"]
+    False
+    """
+    if not isinstance(spec, Mapping) or "type" not in spec:
+        return spec
+    try:
+        cls = Environment.resolve_type(spec["type"])
+    except RLGraphError:
+        return spec
+    spec = copy.deepcopy(dict(spec))
+    spec.update(getattr(cls, "evaluation_settings", {}))
+    for wrapper, key in WRAPPED_SPEC_KEYS:
+        if isinstance(cls, type) and issubclass(cls, wrapper) and key in spec:
+            spec[key] = evaluation_env_spec(spec[key])
+    return spec
+
+
 def check_env_ids(spec: Any, where: str = "environment_spec") -> None:
     """Checks every env id in environment spec `spec` (of wrapped specs too) with `check_env_id`,
     naming its key path, e.g. "environment_spec.env_spec.gym_env". Objects, factories and types

@@ -128,6 +128,7 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     """`train` of a resolved `config` (resumed from `point`, a `run_state.ResumePoint`, if not None)."""
     from rlgraph.execution.hooks import step_hooks
     from rlgraph.execution.loggers import close_hooks, run_hooks
+    from rlgraph.execution.env_ids import evaluation_env_spec
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.video import training_videos
     if is_distributed(config):
@@ -163,7 +164,8 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     worker.last_update_timestep = run.last_update_timestep
     evaluator = None
     if spec["evaluation_interval"]:
-        evaluator = SingleThreadedWorker(agent, env_spec, num_environments=spec["evaluation_episodes"],
+        evaluator = SingleThreadedWorker(agent, evaluation_env_spec(env_spec),
+                                         num_environments=spec["evaluation_episodes"],
                                          seed=None if seed is None else seed + 10_000)
     logs = RunLogs(output_dir, config, resume=point, hooks=hooks) if output_dir else None
     videos = training_videos(agent, env_spec, spec, output_dir, seed)
