@@ -11,8 +11,12 @@ The memories, all proportional prioritized replay (alpha 0.6, beta 0.4), in one 
   `ComponentTest` and called through its executor (numpy in, numpy out, one call per batch).
 
 Records: "atari" (an 84x84 uint8 frame, an int action, a float reward, a bool terminal; the
-python memories only) and "cartpole" (states float32 [4], an int action, a float reward, a bool
-terminal, next_states float32 [4]; all memories). Each memory is first filled to capacity
+python memories only), "cartpole" (states float32 [4], an int action, a float reward, a bool
+terminal, next_states float32 [4]; all memories) and "atari-stack" (states and next_states of 4
+stacked 84x84 uint8 frames from one stream of random frames, episodes of 1-400 steps whose
+first stack repeats the reset frame, as an Atari env gives them): the naive
+`MemPrioritizedReplay` against `FrameReplay`, which stores each frame once; their bytes are
+reported too. Each memory is first filled to capacity
 ("fill": first writes, page faults included), then gets `rounds` more batches ("insert": the
 steady state of training) and `rounds` rounds of get_records(batch) + update_records ("sample",
 "update"). Backend threads are set to 1. Run:
@@ -30,7 +34,8 @@ from rlgraph.benchmarks.common import format_table, make_parser, select_backends
 
 ALPHA, BETA = 0.6, 0.4
 OPERATIONS = ("fill", "insert", "sample", "update")
-RECORDS = ("atari", "cartpole")
+RECORDS = ("atari", "cartpole", "atari-stack")
+STACK = 4
 
 
 class ListPrioritizedReplay:
@@ -127,14 +132,44 @@ class GraphPrioritizedReplay:
 def record_space(kind: str):
     """The space of one record (no batch rank)."""
     from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
+    if kind == "atari-stack":
+        stacked = IntBox(256, shape=(84, 84, STACK), dtype="uint8")
+        return Dict(states=stacked, actions=IntBox(6), rewards=FloatBox(), terminals=BoolBox(), next_states=stacked)
     if kind == "atari":
         return Dict(s=IntBox(256, shape=(84, 84), dtype="uint8"), a=IntBox(6), r=FloatBox(), t=BoolBox())
     return Dict(states=FloatBox(shape=(4,)), actions=IntBox(2), rewards=FloatBox(), terminals=BoolBox(),
                 next_states=FloatBox(shape=(4,)))
 
 
+class FrameStream:
+    """Consecutive stacked-frame transitions of one env: random 84x84 frames, episodes of 1-400
+    steps, each starting with a stack of copies of its reset frame."""
+
+    def __init__(self, rng: np.random.RandomState):
+        self.rng = rng
+        self.stack: List[np.ndarray] = []
+        self.left = 0
+
+    def _frame(self) -> np.ndarray:
+        return self.rng.randint(0, 256, size=(84, 84), dtype=np.uint8)
+
+    def batch(self, n: int) -> Dict[str, np.ndarray]:
+        states, next_states, terminals = [], [], []
+        for _ in range(n):
+            if self.left == 0:
+                self.stack, self.left = [self._frame()] * STACK, int(self.rng.randint(1, 401))
+            states.append(np.stack(self.stack, axis=-1))
+            self.stack = self.stack[1:] + [self._frame()]
+            next_states.append(np.stack(self.stack, axis=-1))
+            self.left -= 1
+            terminals.append(self.left == 0)
+        return {"states": np.stack(states), "actions": self.rng.randint(0, 6, size=n).astype(np.int32),
+                "rewards": self.rng.randn(n).astype(np.float32), "terminals": np.array(terminals),
+                "next_states": np.stack(next_states)}
+
+
 def make_records(kind: str, rng: np.random.RandomState, n: int) -> Dict[str, np.ndarray]:
-    """A batch of `n` random records of `kind` ("atari" or "cartpole")."""
+    """A batch of `n` random records of `kind` ("atari" or "cartpole"; "atari-stack": `FrameStream`)."""
     if kind == "atari":
         return {"s": rng.randint(0, 256, size=(n, 84, 84), dtype=np.uint8),
                 "a": rng.randint(0, 6, size=n).astype(np.int32), "r": rng.randn(n).astype(np.float32),
@@ -173,6 +208,7 @@ def measure(memory, batches: List[dict], batch_size: int, rounds: int, rng: np.r
 
 def main(argv: Optional[List[str]] = None) -> Dict:
     """Runs the benchmark; returns the results (also written as JSON)."""
+    from rlgraph.components.memories.frame_replay import FrameReplay
     from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
     parser = make_parser("replay", __doc__.splitlines()[0])
     parser.add_argument("--capacity", type=int, help="memory capacity (default 100000, --quick 2000)")
@@ -188,10 +224,16 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     rows = []
     for kind in RECORDS:
         rng = np.random.RandomState(0)
-        batches = [make_records(kind, rng, batch_size) for _ in range(-(-capacity // batch_size))]
+        stream = FrameStream(rng) if kind == "atari-stack" else None
+        batches = [stream.batch(batch_size) if stream else make_records(kind, rng, batch_size)
+                   for _ in range(-(-capacity // batch_size))]
         memories = [("MemPrioritizedReplay", "numpy", lambda: MemPrioritizedReplay(
-                        capacity, alpha=ALPHA, beta=BETA, record_space=record_space(kind), seed=0)),
-                    ("list baseline", "python", lambda: ListPrioritizedReplay(capacity, ALPHA, BETA, seed=0))]
+                        capacity, alpha=ALPHA, beta=BETA, record_space=record_space(kind), seed=0))]
+        if kind == "atari-stack":
+            memories.append(("FrameReplay", "numpy", lambda: FrameReplay(
+                capacity, alpha=ALPHA, beta=BETA, record_space=record_space(kind), seed=0, frame_stack=STACK)))
+        else:
+            memories.append(("list baseline", "python", lambda: ListPrioritizedReplay(capacity, ALPHA, BETA, seed=0)))
         if kind == "cartpole":
             memories += [("PrioritizedReplay", backend,
                           lambda backend=backend: GraphPrioritizedReplay(capacity, record_space(kind), backend))
@@ -203,12 +245,17 @@ def main(argv: Optional[List[str]] = None) -> Dict:
             if hasattr(memory, "warm_up"):
                 memory.warm_up(batches[0])
             figures = measure(memory, batches, batch_size, rounds, np.random.RandomState(1))
+            if kind == "atari-stack":
+                figures["bytes"] = int(memory.nbytes) if isinstance(memory, FrameReplay) else \
+                    int(sum(array.nbytes for array in memory.storage.values()) + memory._tree_bytes())
             rows.append(dict(memory=name, backend=backend, record=kind, **figures))
             del memory
         del batches
     by_key = {(r["memory"], r["record"]): r for r in rows}
     ratio = {kind: {op: by_key["MemPrioritizedReplay", kind][op] / by_key["list baseline", kind][op]
-                    for op in OPERATIONS} for kind in RECORDS}
+                    for op in OPERATIONS} for kind in RECORDS if kind != "atari-stack"}
+    frames = {op: by_key["FrameReplay", "atari-stack"][op] / by_key["MemPrioritizedReplay", "atari-stack"][op]
+              for op in OPERATIONS + ("bytes",)}
 
     print(f"Prioritized replay, capacity {capacity}, batch {batch_size}, {rounds} inserts and sample+update rounds "
           f"after the fill (records/s)")
@@ -216,9 +263,12 @@ def main(argv: Optional[List[str]] = None) -> Dict:
                        [[r["memory"], r["backend"], r["record"]] + [r[op] for op in OPERATIONS] for r in rows]))
     print("MemPrioritizedReplay / list baseline:")
     print(format_table(["record"] + list(OPERATIONS),
-                       [[kind] + [f"{ratio[kind][op]:.2f}x" for op in OPERATIONS] for kind in RECORDS]))
+                       [[kind] + [f"{ratio[kind][op]:.2f}x" for op in OPERATIONS] for kind in ratio]))
+    print("FrameReplay / MemPrioritizedReplay on stacked frames (records/s, and bytes):")
+    print(format_table(list(OPERATIONS) + ["bytes"], [[f"{frames[op]:.2f}x" for op in OPERATIONS + ("bytes",)]]))
     result = {"benchmark": "replay", "capacity": capacity, "batch_size": batch_size, "rounds": rounds,
-              "alpha": ALPHA, "beta": BETA, "quick": args.quick, "records_per_s": rows, "ratio": ratio}
+              "alpha": ALPHA, "beta": BETA, "quick": args.quick, "records_per_s": rows, "ratio": ratio,
+              "frame_replay_ratio": frames}
     path = write_results(result, args.out)
     if path:
         print(f"wrote {path}")
