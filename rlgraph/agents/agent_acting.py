@@ -118,10 +118,10 @@ class AgentActing:
         [1.0]
         """
         preprocessor = getattr(self.root_component, "preprocessor", None)
-        names = []
-        if preprocessor is not None:
-            scope = preprocessor.global_scope + "/"
-            names = [name for name in self.graph_executor.get_weights() if name.startswith(scope)]
+        # (Only the preprocessor's variables are read: never all of them, which may hold a replay memory.)
+        records = self.root_component.variable_records_of_tree() if preprocessor is not None else {}
+        names = [name for name in (preprocessor.variable_registry if preprocessor is not None else ())
+                 if name in records and not records[name].local]
         before = self.graph_executor.get_weights(names) if names else {}
         try:
             yield
