@@ -123,3 +123,27 @@ def test_console_script_is_installed():
     result = subprocess.run([sys.executable, "-m", "rlgraph.cli.main", "info"], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0 and "rlgraph" in result.stdout
+
+
+def test_evaluate_uses_the_bytes_it_verified(capsys, tmp_path, monkeypatch):
+    """A config.json swapped after the checkpoint was read and verified is never used: the config
+    and the agent come from the verified bytes (here the swapped one names an env id that would
+    import a module)."""
+    from rlgraph.utils import checkpoint_files
+    out = tmp_path / "run"
+    assert main(["train", str(_tiny_config(tmp_path)), "--backend", "pytorch", "--seed", "1", "--output-dir",
+                 str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    final = out / "checkpoints" / "final"
+    read = checkpoint_files.read_checkpoint
+
+    def read_then_swap(path, kind, where):
+        files = read(path, kind, where)
+        config = json.loads((final / "config.json").read_text())
+        config["environment_spec"] = {"type": "openai-gym", "gym_env": "os:Evil-v0"}
+        (final / "config.json").write_text(json.dumps(config))
+        return files
+
+    monkeypatch.setattr(checkpoint_files, "read_checkpoint", read_then_swap)
+    assert main(["evaluate", str(final), "--episodes", "1"]) == 0
+    assert "1 greedy episodes" in capsys.readouterr().out

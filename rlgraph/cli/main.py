@@ -228,18 +228,25 @@ def _json_value(value):
 
 def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
     """(agent with the checkpoint's variables, env spec, resolved config) of a `rlgraph train` checkpoint."""
+    from rlgraph.agents.agent_checkpoints import CHECKPOINT_KIND
     from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
-    from rlgraph.utils.checkpoint_dir import verify_checkpoint
-    # The whole checkpoint is verified against its manifest before its config is even read.
-    manifest = verify_checkpoint(checkpoint, None, f"rlgraph {command}")
-    config_file = os.path.join(checkpoint, "config.json")
-    if "config.json" not in manifest["files"]:
+    from rlgraph.utils.checkpoint_files import read_checkpoint
+    # The checkpoint is read once and verified against its manifest; the config and the agent come
+    # from those bytes (never from the files again, which may have changed in between).
+    files = read_checkpoint(checkpoint, None, f"rlgraph {command}")
+    if not files.has("config.json"):
         raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
-    config = resolve_config(config_file, env=env)
+    config = resolve_config(files.json("config.json"), env=env)
     agent, env_spec = make_agent_and_env(config)  # (A distributed config: its learner's agent.)
     # A distributed run's checkpoint holds the learner's agent in learner/ (next to its replay shards).
-    agent.load_model(os.path.join(checkpoint, "learner") if is_distributed(config) else checkpoint)
+    if is_distributed(config):
+        agent.load_checkpoint_files(files.sub("learner", CHECKPOINT_KIND))
+    elif files.manifest.get("kind") != CHECKPOINT_KIND:
+        raise RLGraphCheckpointError("the checkpoint is not an agent's", where=checkpoint,
+                                     expected=f"kind {CHECKPOINT_KIND!r}", received=repr(files.manifest.get("kind")))
+    else:
+        agent.load_checkpoint_files(files)
     return agent, env_spec, config
 
 
