@@ -15,21 +15,22 @@ from rlgraph.benchmarks.learning import BOOTSTRAP_REPS
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 
-BACKENDS = [backend for backend in ("pytorch", "tf") if is_backend_installed(backend)]
+BACKENDS = [backend for backend in ("pytorch", "tf") if is_backend_installed(backend)][:1]  # (One is enough here.)
 LIBRARIES = [f"rlgraph-{backend}" for backend in BACKENDS] + ["sb3"]
 
 
 @pytest.fixture(scope="module")
 def quick_study(tmp_path_factory):
-    """A --quick study: dqn/CartPole-v1 and sac/Pendulum-v1 (both in TF's subset), rlgraph on every
-    installed backend and SB3, seeds 1 and 2."""
+    """A --quick study: dqn/CartPole-v1 and sac/Pendulum-v1, rlgraph (PyTorch) and SB3, seeds 1 and 2,
+    in one process (the zoo's configs on TF: test_zoo_configs.py; the run loop on TF:
+    test_benchmark_learning.py)."""
     pytest.importorskip("stable_baselines3", reason="needs stable-baselines3 (the '.[bench]' or '.[test]' extras)")
     folder = tmp_path_factory.mktemp("zoo")
     (folder / "docs").mkdir()
     (folder / "docs" / "performance.md").write_text(f"# Performance\n\nbefore\n\n{zoo_report.START}\nold\n"
                                                     f"{zoo_report.END}\n\nafter\n")
     out = folder / "zoo.json"
-    result = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "2", "--out", str(out),
+    result = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "1", "--out", str(out),
                        "--write-docs", str(folder / "docs")])
     return folder, out, result
 
@@ -83,7 +84,7 @@ def test_quick_study_resumes_from_its_log_and_merges(quick_study, monkeypatch):
         raise AssertionError("a finished run ran again")
 
     monkeypatch.setattr(zoo, "run_jobs", no_runs)
-    again = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "2", "--out", str(folder / "zoo.json")])
+    again = zoo.main(["--quick", "--backends", *BACKENDS, "--jobs", "1", "--out", str(folder / "zoo.json")])
     assert again["reused"] == 4 * len(LIBRARIES) and again["runs"] == json.loads(json.dumps(result["runs"]))
     assert again["summary"] == result["summary"]
     merged = zoo.main(["--merge", str(folder / "zoo.runs.jsonl"), str(out), "--out", ""])

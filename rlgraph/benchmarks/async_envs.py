@@ -42,8 +42,8 @@ CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
                            "configs", "dqn_pong.json")
 # configs/dqn_pong.json's environment_spec (a test keeps the two equal), for an installation
 # without the checkout's configs/.
-PONG_ENV_SPEC = {"type": "atari", "game": "Pong", "frameskip": 4, "frame_stack": 4, "max_num_noops": 30,
-                 "episodic_life": True, "fire_reset": True}
+PONG_ENV_SPEC = {"type": "atari", "game": "Pong", "protocol": "dqn-nature", "frameskip": 4, "frame_stack": 4,
+                 "max_num_noops": 30, "episodic_life": True, "fire_reset": True}
 
 
 def load_config(path: Optional[str] = None) -> tuple:
