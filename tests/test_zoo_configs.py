@@ -93,7 +93,6 @@ def _start(value) -> float:
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
     pytest.importorskip("stable_baselines3")
-    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
     from stable_baselines3.common.vec_env import VecNormalize
     pair = BY_NAME[name]
     config = zoo_configs.rlgraph_config(pair, seed=1)
@@ -112,57 +111,66 @@ def test_sb3_gets_the_numbers_the_rlgraph_config_holds(name):
         assert units == list(hp["net_arch"])
         update = config["update_spec"]
         if pair.algo in ("ppo", "a2c"):
-            assert model.n_steps * model.n_envs == update["batch_size"]
-            assert model.gae_lambda == config["gae_lambda"] and model.ent_coef == config["weight_entropy"]
-            assert 2 * model.vf_coef == config["weight_vf"] and model.max_grad_norm == \
-                config["optimizer_spec"]["clip_grad_norm"]
-            assert model.normalize_advantage == config["standardize_advantages"]
-            if zoo_configs.is_continuous(pair) and not hp["use_sde"]:  # Both free log-stds start there.
-                assert model.policy.log_std.detach().numpy().tolist() == \
-                    [config["action_adapter_spec"]["log_std_init"]] * model.action_space.shape[0]
-            if pair.algo == "ppo":
-                assert model.batch_size == update["sample_size"] and model.n_epochs == update["num_epochs"]
-                assert math.isclose(model.clip_range(1.0), _start(config["clip_ratio"]))
-            else:
-                defaults = model.policy.optimizer.defaults
-                assert type(model.policy.optimizer).__name__ == "RMSprop"
-                assert (defaults["alpha"], defaults["eps"]) == (config["optimizer_spec"]["decay"],
-                                                                config["optimizer_spec"]["epsilon"])
-            return
-        assert model.batch_size == update["batch_size"] and model.learning_starts == update["steps_before_update"]
-        assert model.train_freq.frequency == update["update_interval"]
-        assert model.buffer_size >= config["memory_spec"]["capacity"] == min(model.buffer_size, pair.steps)
-        if pair.algo == "dqn":
-            assert model.gradient_steps == update["update_steps"]
-            assert model.target_update_interval == update["sync_interval"] and model.tau == 1.0
-            assert model.exploration_final_eps == \
-                config["exploration_spec"]["epsilon_spec"]["decay_spec"]["to"]
-            assert model.max_grad_norm == config["optimizer_spec"]["clip_grad_norm"]
-        elif pair.algo == "sac":
-            assert model.gradient_steps == update["num_iterations"] and model.tau == update["sync_tau"]
-            assert (model.ent_coef_optimizer is None) == (config["target_entropy"] is None)
-            if config["target_entropy"] is None:
-                assert float(model.ent_coef_tensor) == pytest.approx(config["initial_alpha"])
+            _check_on_policy(pair, hp, config, update, model)
         else:
-            assert model.gradient_steps == update["update_steps"] and model.tau == config["target_critic_update"]
-            assert model.learning_starts == config["random_steps"]
-            scale = zoo_configs.CONTINUOUS_ENVS[pair.env_id]
-            noise, ours = model.action_noise, config["noise_spec"]
-            if isinstance(noise, NormalActionNoise):
-                assert ours["type"] == "gaussian" and ours["stddev"] == pytest.approx(noise._sigma[0] * scale)
-            else:
-                assert isinstance(noise, OrnsteinUhlenbeckActionNoise) and ours["type"] == "ornstein-uhlenbeck"
-                # SB3: x += theta (mu - x) dt + sigma sqrt(dt) N; rlgraph's process has dt = 1.
-                assert ours["theta"] == pytest.approx(noise._theta * noise._dt)
-                assert ours["sigma"] == pytest.approx(noise._sigma[0] * math.sqrt(noise._dt) * scale)
-            if pair.algo == "td3":
-                assert (model.policy_delay, model.target_policy_noise, model.target_noise_clip) == \
-                    (config["policy_delay"], config["target_policy_noise"], config["target_noise_clip"])
-            else:
-                # SB3's DDPG draws target noise of 0.1 and clips it to [0, 0]: none, as rlgraph's DDPG.
-                assert "policy_delay" not in config and model.policy_delay == 1 and model.target_noise_clip == 0
+            _check_off_policy(pair, config, update, model)
     finally:
         model.get_env().close()
+
+
+def _check_on_policy(pair, hp, config, update, model):
+    assert model.n_steps * model.n_envs == update["batch_size"]
+    assert model.gae_lambda == config["gae_lambda"] and model.ent_coef == config["weight_entropy"]
+    assert 2 * model.vf_coef == config["weight_vf"] and model.max_grad_norm == \
+        config["optimizer_spec"]["clip_grad_norm"]
+    assert model.normalize_advantage == config["standardize_advantages"]
+    if zoo_configs.is_continuous(pair) and not hp["use_sde"]:  # Both free log-stds start there.
+        assert model.policy.log_std.detach().numpy().tolist() == \
+            [config["action_adapter_spec"]["log_std_init"]] * model.action_space.shape[0]
+    if pair.algo == "ppo":
+        assert model.batch_size == update["sample_size"] and model.n_epochs == update["num_epochs"]
+        assert math.isclose(model.clip_range(1.0), _start(config["clip_ratio"]))
+    else:
+        defaults = model.policy.optimizer.defaults
+        assert type(model.policy.optimizer).__name__ == "RMSprop"
+        assert (defaults["alpha"], defaults["eps"]) == (config["optimizer_spec"]["decay"],
+                                                        config["optimizer_spec"]["epsilon"])
+
+
+def _check_off_policy(pair, config, update, model):
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+    assert model.batch_size == update["batch_size"] and model.learning_starts == update["steps_before_update"]
+    assert model.train_freq.frequency == update["update_interval"]
+    assert model.buffer_size >= config["memory_spec"]["capacity"] == min(model.buffer_size, pair.steps)
+    if pair.algo == "dqn":
+        assert model.gradient_steps == update["update_steps"]
+        assert model.target_update_interval == update["sync_interval"] and model.tau == 1.0
+        assert model.exploration_final_eps == \
+            config["exploration_spec"]["epsilon_spec"]["decay_spec"]["to"]
+        assert model.max_grad_norm == config["optimizer_spec"]["clip_grad_norm"]
+    elif pair.algo == "sac":
+        assert model.gradient_steps == update["num_iterations"] and model.tau == update["sync_tau"]
+        assert (model.ent_coef_optimizer is None) == (config["target_entropy"] is None)
+        if config["target_entropy"] is None:
+            assert float(model.ent_coef_tensor) == pytest.approx(config["initial_alpha"])
+    else:
+        assert model.gradient_steps == update["update_steps"] and model.tau == config["target_critic_update"]
+        assert model.learning_starts == config["random_steps"]
+        scale = zoo_configs.CONTINUOUS_ENVS[pair.env_id]
+        noise, ours = model.action_noise, config["noise_spec"]
+        if isinstance(noise, NormalActionNoise):
+            assert ours["type"] == "gaussian" and ours["stddev"] == pytest.approx(noise._sigma[0] * scale)
+        else:
+            assert isinstance(noise, OrnsteinUhlenbeckActionNoise) and ours["type"] == "ornstein-uhlenbeck"
+            # SB3: x += theta (mu - x) dt + sigma sqrt(dt) N; rlgraph's process has dt = 1.
+            assert ours["theta"] == pytest.approx(noise._theta * noise._dt)
+            assert ours["sigma"] == pytest.approx(noise._sigma[0] * math.sqrt(noise._dt) * scale)
+        if pair.algo == "td3":
+            assert (model.policy_delay, model.target_policy_noise, model.target_noise_clip) == \
+                (config["policy_delay"], config["target_policy_noise"], config["target_noise_clip"])
+        else:
+            # SB3's DDPG draws target noise of 0.1 and clips it to [0, 0]: none, as rlgraph's DDPG.
+            assert "policy_delay" not in config and model.policy_delay == 1 and model.target_noise_clip == 0
 
 
 def test_worked_noise_conversion():
