@@ -217,19 +217,16 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
     """
     spec = dict(memory_spec)
     memory_type = str(spec.get("type", "replay-memory")).replace("_", "-").lower()
-    if memory_type in PYTHON_MEMORY_TYPES:
+    if memory_type in PYTHON_MEMORY_TYPES or memory_type in FRAME_MEMORY_TYPES:
+        frames = memory_type in FRAME_MEMORY_TYPES
         spec.pop("type")
-        spec = check_spec(spec, dict.fromkeys(PYTHON_MEMORY_KEYS), "memory_spec", owner)
+        spec = check_spec(spec, dict.fromkeys(FRAME_MEMORY_KEYS if frames else PYTHON_MEMORY_KEYS), "memory_spec",
+                          owner)
         spec = {k: v for k, v in spec.items() if v is not None}
         spec.setdefault("seed", seed)
-        return None, PythonReplay(MemPrioritizedReplay(**spec), executor)
-    if memory_type in FRAME_MEMORY_TYPES:
-        spec.pop("type")
-        spec = check_spec(spec, dict.fromkeys(FRAME_MEMORY_KEYS), "memory_spec", owner)
-        spec = {k: v for k, v in spec.items() if v is not None}
-        spec.setdefault("seed", seed)
-        spec.setdefault("frame_stack", sequence_length(preprocessing_spec) or 4)
-        return None, PythonReplay(FrameReplay(**spec), executor)
+        if frames:
+            spec.setdefault("frame_stack", sequence_length(preprocessing_spec) or 4)
+        return None, PythonReplay((FrameReplay if frames else MemPrioritizedReplay)(**spec), executor)
     memory = Component.from_spec(spec)
     if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
         raise RLGraphSpecError(f"{algorithm} learns from a replay memory", where=f"{owner}(memory_spec)",
