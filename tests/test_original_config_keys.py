@@ -163,7 +163,7 @@ def test_original_environment_types_resolve(name):
 @pytest.mark.parametrize("family, name, reason", [
     (Environment, "deterministic_env", "GridWorld or RandomEnv"),
     (Environment, "gaussian_density_as_reward", "GridWorld or RandomEnv"),
-    (Environment, "mlagents", "OpenAIGymEnv"), (Component, "horovod", "Ray"),
+    (Environment, "mlagents", "OpenAIGymEnv"), (Component, "multi_gpu_synchronizer", "Ray"),
     (Component, "categorical_distribution_adapter", "distributions_spec"), (Component, "decay", "linear-decay"),
 ])
 def test_unsupported_original_types_name_the_reason(family, name, reason):

@@ -89,6 +89,8 @@ COMPONENT_NAMES = {
     "nadam-optimizer": "NadamOptimizer", "adagrad": "AdagradOptimizer", "adagrad-optimizer": "AdagradOptimizer",
     "adadelta": "AdadeltaOptimizer", "adadelta-optimizer": "AdadeltaOptimizer", "rmsprop": "RMSPropOptimizer",
     "rms-prop": "RMSPropOptimizer", "rmsprop-optimizer": "RMSPropOptimizer",
+    "horovod": "HorovodOptimizer", "horovod-optimizer": "HorovodOptimizer",
+    "data-parallel-optimizer": "HorovodOptimizer",
     # The original RLgraph's spellings (docs/migrating.md).
     "replay-buffer": "ReplayMemory", "prioritized": "PrioritizedReplay",
     "prioritized-replay-buffer": "PrioritizedReplay", "fifo": "FIFOQueue", "fc": "DenseLayer", "fc-layer": "DenseLayer", "constant-decay": "Constant",
@@ -116,8 +118,6 @@ Component.__unsupported_types__ = {
     "conv2d-transpose": _NOT_PORTED, "conv2d-transpose-layer": _NOT_PORTED,
     "negative-log-likelihood": _NOT_PORTED, "negative-log-likelihood-loss": _NOT_PORTED,
     "neg-log-likelihood": _NOT_PORTED, "neg-log-likelihood-loss": _NOT_PORTED,
-    "horovod": "Horovod data-parallel training is not supported; distributed training runs on Ray",
-    "horovod-optimizer": "Horovod data-parallel training is not supported; distributed training runs on Ray",
     "multi-gpu-synchronizer": _TF1_ONLY,
     "staging-area": _TF1_ONLY,
     "sac-value-function": "SAC builds its Q-networks from value_function_spec (a list of layers)",

@@ -166,7 +166,8 @@ class RLGraphExportError(RLGraphError):
 class RLGraphDistributedError(RLGraphError):
     """A distributed run cannot go on: Ray is missing or unreachable, an actor cannot start, the
     actors ask for more resources than the cluster has, or actors died more often than
-    `max_num_worker_restarts` allows."""
+    `max_num_worker_restarts` allows; a learner of a data-parallel group failed or its weights
+    diverged from rank 0's."""
 
 
 class RLGraphEnvError(RLGraphError):

@@ -8,6 +8,7 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.optimizers.optimizer import Optimizer
+from rlgraph.utils import learner_group
 from rlgraph.utils.decorators import graph_fn, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 
@@ -22,6 +23,10 @@ class LocalOptimizer(Optimizer):
 
     Slots are component variables named "<variable key>-<slot>" (plus "step-count", the number of
     updates made, for rules with bias correction) and are returned by `get_optimizer_variables`.
+
+    Data-parallel learners: in a learner group (`rlgraph.utils.learner_group`, started by
+    `rlgraph train --learners N`) the gradients are averaged over the group before clipping and
+    the update, so every learner applies the same step (the reference's `HorovodOptimizer`).
 
     Gradients: TF uses `tf.gradients` inside the executor's `tf.function`. The build's trace run
     is eager, where `tf.gradients` is not available: there `calculate_gradients` returns zeros and
@@ -133,6 +138,7 @@ class LocalOptimizer(Optimizer):
             grads = _gradients_tf(loss, targets)
         else:
             grads = _gradients_torch(loss, targets, f"{self.global_scope}.calculate_gradients(loss)")
+        grads = _averaged_over_learners(grads)
         if self.clip_grad_norm is not None:
             grads = _clip_by_global_norm(grads, self.clip_grad_norm)
         return dict(zip(keys, grads))
@@ -234,6 +240,27 @@ def _gradients_torch(loss, targets: list, where: str) -> list:
     # retain_graph: a parent may differentiate the same loss again (e.g. for a second optimizer).
     grads = torch.autograd.grad(loss, targets, allow_unused=True, retain_graph=True)
     return [torch.zeros_like(v) if g is None else g for g, v in zip(grads, targets)]
+
+
+def _averaged_over_learners(grads: list) -> list:
+    """The gradients averaged over this process's learner group (see `rlgraph.utils.learner_group`):
+    one collective per dtype; unchanged outside a group and in the build's trace runs, which
+    compute no real gradients (the collectives run in the executed update only)."""
+    group = learner_group.current()
+    if group is None or group.size == 1:
+        return grads
+    if get_backend() == "tf":
+        import tensorflow as tf
+        if tf.executing_eagerly():
+            return grads
+    elif tracing.tracer is not None:
+        return grads
+    out = list(grads)
+    for dtype in sorted({str(g.dtype) for g in grads}):
+        index = [i for i, g in enumerate(grads) if str(g.dtype) == dtype]
+        for i, reduced in zip(index, group.all_reduce_mean([grads[i] for i in index])):
+            out[i] = reduced
+    return out
 
 
 def _clip_by_global_norm(grads: list, clip_norm: float) -> list:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import numpy as np
 
