@@ -38,6 +38,8 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
     "tf_trace_at_build": False,    # TF: trace every API method's tf.function at build (else at its first call)
     "nan_check": "raise",        # NaN/inf in observed data or a loss: "raise", "warn" (log once per field) or "off"
+    "num_learners": 1,           # data-parallel learner processes of `rlgraph train` (execution/learners.py)
+    "learner_check_interval": 100,  # updates between the learners' weight comparisons (0: never)
 }
 NAN_CHECK_MODES = ("raise", "warn", "off")
 # Keys of earlier rlgraph versions that are gone -> why (the hint of the unknown-key error).
@@ -244,6 +246,11 @@ def check_execution_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
                                 hint="distributed runs have an execution_spec.ray_spec (docs/distributed.md).")
     for key in ("torch_flush_denormal", "tf_trace_at_build"):
         spec[key] = check_bool(spec[key], f"execution_spec.{key}", owner)
+    spec["num_learners"] = check_number(spec["num_learners"], "execution_spec.num_learners", owner, low=1,
+                                        integer=True, hint="the processes of a data-parallel run (--learners N).")
+    key = "learner_check_interval"
+    spec[key] = check_number(spec[key], f"execution_spec.{key}", owner, low=0, integer=True,
+                             hint="0 switches the check off.")
     return spec
 
 

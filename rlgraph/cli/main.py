@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--ray-address", metavar="HOST:PORT",
                        help="Ray cluster of a distributed (Ape-X) config (default: its redis_address, else a "
                             "Ray started here)")
+    train.add_argument("--learners", type=int, metavar="N",
+                       help="N data-parallel learner processes, gradients averaged every update "
+                            "(execution_spec.num_learners; docs/distributed.md)")
     train.add_argument("--resume", metavar="RUN_DIR",
                        help="continue a run from its newest checkpoint, with its own config (--steps N trains "
                             "it further)")
@@ -180,7 +183,7 @@ def _train(args) -> int:
         output_dir = args.resume
         summary = train(args.config, args.env, args.backend, args.steps, args.seed, args.set,
                         output_dir=args.output_dir, progress=not args.no_progress, ray_address=args.ray_address,
-                        resume=args.resume, hooks=args.hook, loggers=_loggers(args))
+                        resume=args.resume, hooks=args.hook, loggers=_loggers(args), learners=args.learners)
     else:
         config, name = _train_config(args)
         output_dir = args.output_dir
@@ -198,7 +201,7 @@ def _train(args) -> int:
             from rlgraph.execution.multi_seed import train_seeds
             return train_seeds(config, args.seeds, output_dir, jobs=args.jobs, ray_address=args.ray_address)
         summary = train(config, output_dir=output_dir, progress=not args.no_progress, ray_address=args.ray_address,
-                        hooks=args.hook, loggers=_loggers(args))
+                        hooks=args.hook, loggers=_loggers(args), learners=args.learners)
     # What `--seeds` (multi_seed) reads back of each seed's run; written whole or not at all.
     from rlgraph.utils.run_logs import write_atomically, write_error
     try:

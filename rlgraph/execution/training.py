@@ -22,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import time
 from functools import partial
 from typing import Any, Dict, Iterable, Optional, Sequence
 
+from rlgraph.execution.learners import WeightCheck, agree, broadcast_weights, num_learners_of, train_learners
 from rlgraph.execution.run_config import (TRAINING_SPEC_DEFAULTS, VECTORIZATIONS, apply_overrides, check_training_spec,
                                           is_distributed, make_agent_and_env, resolve_config)
 from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent
@@ -33,6 +35,8 @@ from rlgraph.execution.run_lock import lock_run_dir
 from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
 from rlgraph.execution.run_state import (LoopState, StopOnSignals, check_new_output_dir, check_resume_arguments,
                                          check_run_dir, resume_point)
+from rlgraph.utils import learner_group
+from rlgraph.utils.checkpoint_dir import read_json
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
 
 # The run config's names, importable from here as before (they live in run_config.py).
@@ -56,11 +60,13 @@ def training_envs(env_spec: Any, training_spec: Dict[str, Any], seed: Optional[i
 def train(config: Any = None, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
           seed: Optional[int] = None, overrides: Iterable[str] = (), output_dir: Optional[str] = None,
           progress: bool = True, ray_address: Optional[str] = None, resume: Optional[str] = None,
-          hooks: Sequence[Any] = (), loggers: Sequence[dict] = ()) -> Dict[str, Any]:
+          hooks: Sequence[Any] = (), loggers: Sequence[dict] = (), learners: Optional[int] = None) -> Dict[str, Any]:
     """Trains an agent as its config says; see the module docstring for what is written.
 
     A config with `execution_spec.ray_spec` runs on its distributed executor
-    (`distributed_training.train_distributed`); any other in one `SingleThreadedWorker`.
+    (`distributed_training.train_distributed`); one with `execution_spec.num_learners` > 1 (or
+    `learners`) on that many data-parallel learner processes (`learners.train_learners`); any other
+    in one `SingleThreadedWorker`.
 
     Args:
         config: A config file path or dict (agent spec + environment_spec + training_spec).
@@ -82,6 +88,8 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
             `training_spec.loggers`.
         loggers: More `training_spec.loggers` entries (`--wandb`, `--mlflow`), e.g.
             [{"type": "wandb", "project": "cartpole"}]; not stored in the run's config.
+        learners: Sets `execution_spec.num_learners` (`--learners N`; with `resume` too, where it
+            replaces the run's): N processes train, averaging their gradients (docs/distributed.md).
 
     Returns:
         A summary: solved, solved_at_step, evaluations [(step, mean return)], best_evaluation,
@@ -109,12 +117,31 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
         output_dir = resume
     else:
         config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+    if learner_group.current() is None:
+        if resume is None and learners is not None:
+            config["execution_spec"]["num_learners"] = learners
+        wanted = num_learners_of(config if resume is None else {"execution_spec": {"num_learners": learners}}
+                                 if learners is not None else read_json(os.path.join(resume, "config.json"), RESUMED_RUN))
+        if wanted > 1:
+            if ray_address is not None:
+                raise RLGraphSpecError("--learners and --ray-address do not go together", where="train(--learners)",
+                                       received=f"learners={wanted}, ray_address={ray_address!r}")
+            if resume is None:
+                if output_dir:
+                    check_new_output_dir(output_dir, NEW_RUN)
+            else:
+                config = resumed_config(resume_point(resume, RESUMED_RUN), num_timesteps)
+                config["execution_spec"]["num_learners"] = wanted
+            return train_learners(config, output_dir=output_dir, resume=resume, progress=progress, hooks=hooks,
+                                  loggers=loggers)
     # Taken before the directory is looked at, held until the run ends: one run per directory.
     lock = lock_run_dir(output_dir, RESUMED_RUN if resume is not None else NEW_RUN) if output_dir else None
     try:
         if resume is not None:
             point = resume_point(resume, RESUMED_RUN)
             config = resumed_config(point, num_timesteps)
+            if learners is not None:
+                config["execution_spec"]["num_learners"] = learners
         elif output_dir:
             check_new_output_dir(output_dir, NEW_RUN)
         return _train(config, point, output_dir, progress, ray_address, hooks, loggers)
@@ -123,9 +150,26 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
             lock.release()
 
 
+def train_as_learner(config: dict, output_dir: Optional[str], resume: Optional[str], progress: bool,
+                     hooks: Sequence[Any] = (), loggers: Sequence[dict] = ()) -> Dict[str, Any]:
+    """This rank's part of a data-parallel run (the process is in its learner group already, see
+    `learner_process`): rank 0 trains as `train` does (run folder, lock, evaluations, checkpoints);
+    the other ranks write nothing and load the resumed run's checkpoint without taking its lock."""
+    if learner_group.current().rank == 0:
+        if resume is not None:
+            return train(resume=resume, num_timesteps=config["training_spec"]["num_timesteps"], progress=progress,
+                         hooks=hooks, loggers=loggers, learners=learner_group.current().size)
+        return train(config=config, output_dir=output_dir, progress=progress, hooks=hooks, loggers=loggers)
+    point = resume_point(resume, RESUMED_RUN) if resume is not None else None
+    return _train(config, point, None, False, None, (), ())
+
+
 def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, ray_address: Optional[str],
            hooks: Sequence[Any], loggers: Sequence[dict]) -> Dict[str, Any]:
-    """`train` of a resolved `config` (resumed from `point`, a `run_state.ResumePoint`, if not None)."""
+    """`train` of a resolved `config` (resumed from `point`, a `run_state.ResumePoint`, if not None).
+    In a learner group (`rlgraph.utils.learner_group`), all ranks run this loop in step: rank 0's
+    weights are broadcast first, rank 0 alone evaluates (its verdict is shared), and the weights are
+    compared every `execution_spec.learner_check_interval` updates."""
     from rlgraph.execution.hooks import step_hooks
     from rlgraph.execution.loggers import close_hooks, run_hooks
     from rlgraph.execution.env_ids import evaluation_env_spec
@@ -155,6 +199,11 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     if point is not None:
         run = point.state
         resume_agent(agent, point.checkpoint)
+    group = learner_group.current()
+    check = None
+    if group is not None:
+        broadcast_weights(agent, group)
+        check = WeightCheck(group, config["execution_spec"].get("learner_check_interval", 100))
     first_step = run.steps
     hooks = run_hooks(spec, config, hooks, loggers)
     envs = training_envs(env_spec, spec, seed)
@@ -163,7 +212,7 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     worker.total_steps, worker.total_episodes = run.steps, run.episodes  # (CSV steps continue on resume.)
     worker.last_update_timestep = run.last_update_timestep
     evaluator = None
-    if spec["evaluation_interval"]:
+    if spec["evaluation_interval"] and (group is None or group.rank == 0):
         evaluator = SingleThreadedWorker(agent, evaluation_env_spec(env_spec),
                                          num_environments=spec["evaluation_episodes"],
                                          seed=None if seed is None else seed + 10_000)
@@ -188,21 +237,28 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
                     last_return = stats["episode_returns"][-1]
                 if logs:
                     logs.log_chunk(stats, agent)
+                if check is not None:
+                    check.maybe_check(agent)
                 if run.steps >= run.next_eval:
                     run.next_eval += spec["evaluation_interval"]
-                    solved = evaluate_greedily(evaluator, spec, run.steps, logs, run.evaluations)
+                    solved = evaluate_greedily(evaluator, spec, run.steps, logs, run.evaluations) if evaluator \
+                        else False
+                    if group is not None:
+                        solved = agree(solved, group)
                     if solved and run.solved_at is None:
                         run.solved_at = run.steps
-                    mean_return = run.evaluations[-1][1]
+                    mean_return = run.evaluations[-1][1] if run.evaluations else math.nan
                     if not math.isnan(mean_return) and (run.best_return is None or mean_return > run.best_return):
                         run.best_return = mean_return
                         if logs:
                             logs.best_checkpoint(run.steps, mean_return, store)
                 if videos is not None:
                     videos.maybe_record(run.steps)
-                if logs and run.steps >= run.next_checkpoint:
+                if run.steps >= run.next_checkpoint:
+                    # (Advanced without logs too: the chunks, and so the learners' steps, stay alike.)
                     run.next_checkpoint += spec["checkpoint_interval"]
-                    logs.periodic_checkpoint(run.steps, store, run)
+                    if logs:
+                        logs.periodic_checkpoint(run.steps, store, run)
                 if bar is not None:
                     bar.update(stats["timesteps_executed"])
                     bar.set_postfix(episodes=run.episodes, last_return=f"{last_return:.1f}",
