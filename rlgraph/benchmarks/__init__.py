@@ -30,6 +30,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "zoo": ("rlgraph.benchmarks.zoo",
             "rl-baselines3-zoo's table (DQN, PPO, A2C, SAC, TD3, DDPG) rerun for rlgraph and Stable-Baselines3 "
             "over seeds: IQMs with CIs, P(improvement), seconds per run"),
+    "learners": ("rlgraph.benchmarks.learner_scaling",
+                 "data-parallel DQN update samples/s with 1 and N learner processes vs raw PyTorch DDP"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",
