@@ -225,6 +225,7 @@ NOT_BUILDABLE_ALONE = {"Component": "the bare base class has no API method",
                           for name in ("Optimizer", "LocalOptimizer", "GradientDescentOptimizer", "SGDOptimizer",
                                        "AdamOptimizer", "NadamOptimizer", "AdagradOptimizer", "AdadeltaOptimizer",
                                        "RMSPropOptimizer")},
+                       "HorovodOptimizer": "its spec builds its local optimizer (tests/test_learner_group.py)",
                        "Synchronizable": "it syncs its parent's variables, so it needs a parent "
                                          "(built inside networks in tests/test_synchronizable.py)"}
 

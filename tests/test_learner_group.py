@@ -179,11 +179,12 @@ def _wait_for_learner(rank, timeout):
 def test_learner_scaling_benchmark_quick(tmp_path):
     from rlgraph.benchmarks import learner_scaling
     out = tmp_path / "learners.json"
-    result = learner_scaling.main(["--quick", "--backends", "pytorch", "--learners", "2", "--updates", "5",
+    # (One learner per contender: the group itself is tested above; this checks the report.)
+    result = learner_scaling.main(["--quick", "--backends", "pytorch", "--learners", "1", "--updates", "5",
                                    "--out", str(out)])
     runs = {(r["contender"], r["learners"]): r for r in result["runs"]}
-    assert set(runs) == {("rlgraph", 2), ("raw-ddp", 2)}
+    assert set(runs) == {("rlgraph", 1), ("raw-ddp", 1)}
     for run in runs.values():
-        assert run["samples_per_s"] == pytest.approx(2 * 64 * 5 / run["seconds"])
+        assert run["samples_per_s"] == pytest.approx(64 * 5 / run["seconds"])
         assert run["scaling"] == 1.0  # (The smallest group measured is the base.)
     assert json.loads(out.read_text())["batch_size"] == 64

@@ -186,6 +186,10 @@ def _train(args) -> int:
                         resume=args.resume, hooks=args.hook, loggers=_loggers(args), learners=args.learners)
     else:
         config, name = _train_config(args)
+        if args.learners is not None:  # (In the config, so that the runs of --seeds have it too.)
+            from rlgraph.execution.learners import num_learners_of
+            config["execution_spec"]["num_learners"] = num_learners_of({"execution_spec": {"num_learners":
+                                                                                          args.learners}})
         output_dir = args.output_dir
         if output_dir is None:
             from rlgraph.backend_system import normalize_backend

@@ -32,6 +32,7 @@ def run_learner(spec: dict) -> Dict[str, Any]:
     from rlgraph.utils import learner_group
     rank = spec["rank"]
     learner_group.join(rank, spec["size"], spec["backend"], spec["addresses"])
+    open(os.path.join(spec["scratch"], f"joined-{rank}"), "w").close()  # (The launcher watches the forming.)
     try:
         return train_as_learner(learner_config(spec["config"], rank), spec["output_dir"], spec["resume"],
                                 spec["progress"], spec.get("hooks", ()), spec.get("loggers", ()))

@@ -17,6 +17,7 @@ from. Ctrl-C stops every learner.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -26,8 +27,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError, RLGraphSpecError
 
@@ -37,6 +39,8 @@ logger = logging.getLogger(__name__)
 SEED_STRIDE = 1000
 #: Seconds the learners get to exit after SIGTERM before they are killed.
 STOP_GRACE_S = 10.0
+#: Seconds the learners get to start and form their group.
+JOIN_TIMEOUT_S = 300.0
 
 
 def num_learners_of(config: dict) -> int:
@@ -97,8 +101,9 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
             with open(path, "w") as f:
                 json.dump(spec, f)
             processes.append(subprocess.Popen([sys.executable, "-m", "rlgraph.execution.learner_process", path],
-                                              stdin=subprocess.DEVNULL))
-        _wait(processes, scratch, output_dir or resume, timeout)
+                                              stdin=subprocess.DEVNULL, preexec_fn=_end_with_parent))
+        with _sigterm_raises():
+            _wait(processes, scratch, output_dir or resume, timeout)
         with open(os.path.join(scratch, "summary-0.json")) as f:
             summary = json.load(f)
         summary["num_learners"] = size
@@ -111,6 +116,7 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
 def _wait(processes: List[subprocess.Popen], scratch: str, run_dir: Optional[str], timeout: Optional[float]) -> None:
     """Returns when every learner has exited cleanly; else stops them all and raises."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    join_deadline = time.monotonic() + JOIN_TIMEOUT_S
     try:
         while True:
             codes = [p.poll() for p in processes]
@@ -122,6 +128,15 @@ def _wait(processes: List[subprocess.Popen], scratch: str, run_dir: Optional[str
                 raise _failure(rank, codes[rank], scratch, run_dir)
             if all(code == 0 for code in codes):
                 return
+            if join_deadline is not None and time.monotonic() > join_deadline:
+                missing = [r for r in range(len(processes)) if not os.path.exists(os.path.join(scratch, f"joined-{r}"))]
+                if missing:
+                    _stop(processes)
+                    raise RLGraphDistributedError(f"the learner group did not form within {JOIN_TIMEOUT_S:.0f} s: "
+                                                  f"rank(s) {missing} did not join", where="train(--learners)",
+                                                  hint="the learners talk over 127.0.0.1 on free ports; a firewall "
+                                                       "or a machine without free ports stops them.")
+                join_deadline = None
             if deadline is not None and time.monotonic() > deadline:
                 _stop(processes)
                 raise RLGraphDistributedError(f"the learner group did not finish within {timeout} s",
@@ -130,6 +145,30 @@ def _wait(processes: List[subprocess.Popen], scratch: str, run_dir: Optional[str
     except BaseException:
         _stop(processes)
         raise
+
+
+def _end_with_parent() -> None:
+    """(In the child, before exec.) Linux: SIGTERM to the learner when the launcher's thread dies,
+    e.g. killed, so that no learner is left behind waiting for its peers."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """In the main thread: SIGTERM to the launcher raises (KeyboardInterrupt), so the learners are
+    stopped on the way out instead of being left running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _stop(processes: List[subprocess.Popen]) -> None:

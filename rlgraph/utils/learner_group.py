@@ -44,7 +44,8 @@ class LearnerGroup:
         backend: "pytorch" (gloo on `torch.distributed`) or "tf" (TF collective ops).
         addresses: One "127.0.0.1:port" (or "host:port") per rank: for PyTorch only the first is
             used (rank 0's rendezvous store), for TF each rank's gRPC server listens on its own.
-        timeout: Seconds a collective may wait for the other learners before it fails.
+        timeout: Seconds a collective may wait for the other learners before it fails (so a lost
+            peer is an error, not a hang; gloo's and TF's own timeouts).
     """
 
     def __init__(self, rank: int, size: int, backend: str, addresses: Sequence[str], timeout: float = 300.0):
@@ -105,7 +106,8 @@ class LearnerGroup:
         sizes = [tf.size(t) for t in tensors]
         flat = tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
         flat = collective_ops.all_reduce_v2(flat, group_size=self.size, group_key=1,
-                                            instance_key=self._next_instance_key(), merge_op="Add", final_op="Div")
+                                            instance_key=self._next_instance_key(), merge_op="Add", final_op="Div",
+                                            timeout=self.timeout)
         return [tf.reshape(part, shape) for part, shape in zip(tf.split(flat, sizes), shapes)]
 
     def all_reduce_sum_numpy(self, array: np.ndarray) -> np.ndarray:
@@ -121,7 +123,8 @@ class LearnerGroup:
         from tensorflow.python.ops import collective_ops
         with tf.device(f"/job:worker/replica:0/task:{self.rank}/device:CPU:0"):
             out = collective_ops.all_reduce_v2(tf.constant(array), group_size=self.size, group_key=1,
-                                               instance_key=self._next_instance_key(), merge_op="Add", final_op="Id")
+                                               instance_key=self._next_instance_key(), merge_op="Add", final_op="Id",
+                                               timeout=self.timeout)
         return out.numpy()
 
     def broadcast(self, arrays: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
