@@ -7,7 +7,6 @@ run with a clear error instead of a hang; bad specs are refused.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,18 +28,8 @@ ROOT = os.path.dirname(HERE)
 CHILD_TIMEOUT_S = 240
 
 
-def _addresses(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ",".join(f"127.0.0.1:{p}" for p in ports)
-
-
 def test_two_learners_on_half_batches_equal_one_learner_on_the_whole_batch(backend, tmp_path):
-    addresses = _addresses(2)
+    addresses = ",".join(learner_group.free_local_addresses(2))
     outs = [tmp_path / f"rank-{rank}.json" for rank in range(2)]
     children = [subprocess.Popen([sys.executable, os.path.join(HERE, "learner_group_child.py"), str(rank), "2",
                                   backend, addresses, str(outs[rank])], cwd=ROOT, stdout=subprocess.DEVNULL,

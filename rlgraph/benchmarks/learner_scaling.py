@@ -3,8 +3,8 @@
 Each learner is a process with one backend thread that holds the CartPole DQN agent of
 configs/dqn_cartpole.json and times `agent.update(batch)` on its own batch of 64 (so N learners
 learn from N * 64 samples per step, their gradients averaged: `rlgraph.utils.learner_group`). The
-peer is hand-written PyTorch: the same double-DQN Adam step (`update_overhead.raw_torch_step`'s
-maths) with the online network wrapped in `torch.nn.parallel.DistributedDataParallel` on gloo, in
+peer is hand-written PyTorch: the same double-DQN Adam step (`update_overhead.raw_torch_step`)
+with the online network wrapped in `torch.nn.parallel.DistributedDataParallel` on gloo, in
 the same number of processes. Samples/s = learners * 64 * updates / the slowest learner's seconds;
 "scaling" is samples/s over the 1-learner figure of the same contender (ideal: N). Run:
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,24 +21,15 @@ import time
 from typing import Dict, List, Optional
 
 from rlgraph.benchmarks.common import format_table, make_parser, select_backends, write_results
+from rlgraph.utils import learner_group
 
 BATCH_SIZE = 64
 WARMUP = 20
 
 
-def _ports(n: int) -> List[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def run_group(contender: str, backend: str, learners: int, updates: int) -> Dict[str, float]:
     """Starts `learners` processes of `worker`; returns samples/s and seconds of the slowest."""
-    addresses = ",".join(f"127.0.0.1:{p}" for p in _ports(learners))
+    addresses = ",".join(learner_group.free_local_addresses(learners))
     with tempfile.TemporaryDirectory(prefix="rlgraph-scaling-") as scratch:
         outs = [os.path.join(scratch, f"rank-{r}.json") for r in range(learners)]
         procs = [subprocess.Popen([sys.executable, "-m", "rlgraph.benchmarks.learner_scaling", "--worker", contender,
@@ -79,30 +69,16 @@ def worker(contender: str, backend: str, rank: int, size: int, addresses: str, u
 
 
 def _raw_ddp_step(online_layers, target_layers, batch, discount, learning_rate, rank, size, address):
-    """fn(): one hand-written double-DQN Adam step with the online net in PyTorch DDP (gloo)."""
-    import torch
-    import torch.distributed as dist
-    from rlgraph.benchmarks.act_overhead import torch_network
-    online, target = torch_network(online_layers), torch_network(target_layers)
+    """fn(): `update_overhead.raw_torch_step` (hand-written double-DQN Adam step) with the online
+    network in PyTorch's `DistributedDataParallel` (gloo) when there are several learners."""
+    from rlgraph.benchmarks.update_overhead import raw_torch_step
+    wrap = None
     if size > 1:
+        import torch
+        import torch.distributed as dist
         dist.init_process_group("gloo", init_method=f"tcp://{address}", rank=rank, world_size=size)
-        online = torch.nn.parallel.DistributedDataParallel(online)
-    optimizer = torch.optim.Adam(online.parameters(), lr=learning_rate, eps=1e-7)
-    s, sp = torch.as_tensor(batch["states"]), torch.as_tensor(batch["next_states"])
-    a = torch.as_tensor(batch["actions"]).long()
-    r, done = torch.as_tensor(batch["rewards"]), torch.as_tensor(batch["terminals"])
-
-    def step():
-        with torch.no_grad():
-            best = online(sp).argmax(-1, keepdim=True)
-            td_target = r + discount * (~done).float() * target(sp).gather(1, best).squeeze(1)
-        q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
-        loss = torch.nn.functional.smooth_l1_loss(q, td_target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-    return step
+        wrap = torch.nn.parallel.DistributedDataParallel
+    return raw_torch_step(online_layers, target_layers, batch, discount, learning_rate, wrap_online=wrap)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:

@@ -38,10 +38,14 @@ def make_batch(state_dim: int, num_actions: int, batch_size: int = BATCH_SIZE, s
                 next_states=rng.randn(batch_size, state_dim).astype(np.float32))
 
 
-def raw_torch_step(online_layers, target_layers, batch: dict, discount: float, learning_rate: float):
-    """fn() -> loss: one hand-written double-DQN Adam step on `batch`."""
+def raw_torch_step(online_layers, target_layers, batch: dict, discount: float, learning_rate: float,
+                   wrap_online=None):
+    """fn() -> loss: one hand-written double-DQN Adam step on `batch`; `wrap_online(module)` wraps the
+    online network (e.g. in `DistributedDataParallel`, learner_scaling.py)."""
     import torch
     online, target = torch_network(online_layers), torch_network(target_layers)
+    if wrap_online is not None:
+        online = wrap_online(online)
     # fused=True: torch's fused Adam kernel, which the agent's AdamOptimizer also runs on CPU/CUDA.
     optimizer = torch.optim.Adam(online.parameters(), lr=learning_rate, eps=1e-7, fused=True)
 

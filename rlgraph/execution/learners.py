@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import threading
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
+from rlgraph.utils import learner_group
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
     backend = _backend_of(config)
     scratch = tempfile.mkdtemp(prefix="rlgraph-learners-")
     try:
-        addresses = [f"127.0.0.1:{port}" for port in _free_ports(size)]
+        addresses = learner_group.free_local_addresses(size)
         processes = []
         for rank in range(size):
             spec = {"rank": rank, "size": size, "backend": backend, "addresses": addresses, "config": config,
@@ -209,20 +209,6 @@ def _resume_hint(run_dir: Optional[str]) -> str:
         return (f"the other learners were stopped; continue from the last checkpoint with "
                 f"`rlgraph train --resume {run_dir}`.")
     return "the other learners were stopped; give --output-dir to keep checkpoints that a run can resume from."
-
-
-def _free_ports(n: int) -> List[int]:
-    sockets, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in sockets:
-            s.close()
-    return ports
 
 
 def _backend_of(config: dict) -> str:

@@ -120,8 +120,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     if learner_group.current() is None:
         if resume is None and learners is not None:
             config["execution_spec"]["num_learners"] = learners
-        wanted = num_learners_of(config if resume is None else {"execution_spec": {"num_learners": learners}}
-                                 if learners is not None else read_json(os.path.join(resume, "config.json"), RESUMED_RUN))
+        wanted = _wanted_learners(config, resume, learners)
         if wanted > 1:
             if ray_address is not None:
                 raise RLGraphSpecError("--learners and --ray-address do not go together", where="train(--learners)",
@@ -148,6 +147,18 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     finally:
         if lock is not None:
             lock.release()
+
+
+def _wanted_learners(config: Optional[dict], resume: Optional[str], learners: Optional[int]) -> int:
+    """How many learner processes a run asks for: `learners` if given, else its config's (a resumed
+    run's: the one in its run directory)."""
+    if learners is not None:
+        return num_learners_of({"execution_spec": {"num_learners": learners}})
+    if resume is not None:
+        config = read_json(os.path.join(resume, "config.json"), RESUMED_RUN)
+        if not isinstance(config, dict) or not isinstance(config.get("execution_spec"), dict):
+            return 1  # (The resume itself reports a damaged config.)
+    return num_learners_of(config)
 
 
 def train_as_learner(config: dict, output_dir: Optional[str], resume: Optional[str], progress: bool,

@@ -151,6 +151,22 @@ class LearnerGroup:
         return self._instance_key
 
 
+def free_local_addresses(n: int) -> List[str]:
+    """`n` "127.0.0.1:PORT" addresses on ports that were free a moment ago (bound at once, then
+    released for the learners to take)."""
+    import socket
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [f"127.0.0.1:{s.getsockname()[1]}" for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 @contextlib.contextmanager
 def _output_to_devnull() -> Iterator[None]:
     """File descriptors 1 and 2 (native code's stdout and stderr too) go to /dev/null in the block."""
