@@ -89,9 +89,9 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
                                received=", ".join(type(h).__name__ for h in hooks if not isinstance(h, str)))
     backend = _backend_of(config)
     scratch = tempfile.mkdtemp(prefix="rlgraph-learners-")
+    processes: List[subprocess.Popen] = []
     try:
         addresses = learner_group.free_local_addresses(size)
-        processes = []
         for rank in range(size):
             spec = {"rank": rank, "size": size, "backend": backend, "addresses": addresses, "config": config,
                     "output_dir": output_dir if rank == 0 else None, "resume": resume,
@@ -109,6 +109,9 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
         summary["num_learners"] = size
         summary["total_timesteps"] = summary["timesteps"] * size  # Each learner stepped its own envs.
         return summary
+    except BaseException:
+        _stop(processes)  # (Those started before a failure to start the next.)
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
