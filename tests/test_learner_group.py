@@ -84,7 +84,7 @@ def test_multi_learner_specs_are_checked_before_any_process_starts(tmp_path):
 
 @pytest.mark.learning
 def test_two_learners_learn_cartpole_resume_and_load_into_one_agent(tmp_path):
-    """PPO with 2 learners (PyTorch) reaches a greedy mean return >= 475 within 30k steps per learner
+    """PPO with 2 learners (PyTorch; TF's run path is tested above) reaches a greedy mean return >= 475 within 30k steps per learner
     for 2 of 2 seeds; the second seed's run resumes as a 2-learner run, and its checkpoint loads into a
     single agent, whose best checkpoint plays as the run's evaluation said."""
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
@@ -110,6 +110,20 @@ def test_two_learners_learn_cartpole_resume_and_load_into_one_agent(tmp_path):
     worker.terminate()
     agent.terminate()
     assert np.mean(returns) >= 400, returns
+
+
+def test_a_short_two_learner_run_writes_one_run_folder(backend, tmp_path):
+    """The run path on both backends (the learning test below trains on PyTorch only: TF's group takes
+    the same steps, see the equivalence test, at several ms more per update)."""
+    run = tmp_path / "run"
+    summary = train("configs/ppo_cartpole.json", backend=backend, seed=4, learners=2, num_timesteps=1000,
+                    output_dir=str(run), progress=False, overrides=["training_spec.evaluation_interval=500"])
+    assert (summary["num_learners"], summary["timesteps"], summary["total_timesteps"]) == (2, 1000, 2000)
+    assert [step for step, _ in summary["evaluations"]] == [504, 1000]  # (8 envs: steps come in eights.)
+    config = json.loads((run / "config.json").read_text())
+    assert config["execution_spec"]["num_learners"] == 2 and config["backend"] == backend
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best", "final"]
+    assert len((run / "evaluations.csv").read_text().splitlines()) == 3  # Header + rank 0's two evaluations.
 
 
 def test_a_killed_learner_ends_the_run_with_a_clear_error(tmp_path):
