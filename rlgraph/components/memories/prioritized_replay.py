@@ -261,11 +261,16 @@ def _update_tf(memory: PrioritizedReplay, indices, update) -> None:
     update = tf.cast(update, tf.float32)
     if not _tracing():
         where = f"{memory.global_scope}.update_records"
-        tf.debugging.assert_equal(tf.size(indices), tf.size(update),
-                                  message=f"{where}: 'indices' and 'update' must have the same batch size")
-        tf.debugging.assert_non_negative(indices, message=f"{where}(indices): indices must be >= 0")
-        tf.debugging.assert_less(indices, memory.size,
-                                 message=f"{where}(indices): indices must point at stored records (< size)")
+        checks = [
+            tf.debugging.assert_equal(tf.size(indices), tf.size(update),
+                                      message=f"{where}: 'indices' and 'update' must have the same batch size"),
+            tf.debugging.assert_non_negative(indices, message=f"{where}(indices): indices must be >= 0"),
+            tf.debugging.assert_less(indices, memory.size,
+                                     message=f"{where}(indices): indices must point at stored records (< size)")]
+        # The scatters below are not stateful: without these dependencies one may fail first, with
+        # TF's own message, inside a tf.function.
+        with tf.control_dependencies([c for c in checks if c is not None]):
+            indices, update = tf.identity(indices), tf.identity(update)
     raw = tf.abs(update) + memory.epsilon
     memory.max_priority.assign(tf.maximum(memory.max_priority, tf.reduce_max(raw)))
     _set_leaves_tf(memory, indices, tf.pow(raw, memory.alpha))

@@ -125,10 +125,13 @@ class Sequence(PreprocessLayer):
     def _update_tf(self, x):
         import tensorflow as tf
         length = self.sequence_length
-        tf.debugging.assert_equal(tf.shape(x)[0], self.batch_size, message=(
+        check = tf.debugging.assert_equal(tf.shape(x)[0], self.batch_size, message=(
             f"{self.global_scope}.apply(inputs): the batch size differs from the layer's batch_size "
             f"{self.batch_size}. Hint: set Sequence(batch_size=...) to the acting batch."))
-        x = tf.cast(x, self.buffer.dtype)
+        # The scatter below is not stateful, so without this dependency it may fail first (with
+        # TF's own message) inside a tf.function.
+        with tf.control_dependencies([check] if check is not None else []):
+            x = tf.cast(tf.identity(x), self.buffer.dtype)
         index = self.index.read_value()
         filled = tf.tile(x[None], [length] + [1] * len(x.shape))
         written = tf.tensor_scatter_nd_update(self.buffer.read_value(), tf.reshape(index, (1, 1)), x[None])
