@@ -76,8 +76,12 @@ def test_learner_group_join_refuses_bad_arguments():
 def test_multi_learner_specs_are_checked_before_any_process_starts(tmp_path):
     with pytest.raises(RLGraphSpecError, match="execution_spec.num_learners"):
         train("configs/ppo_cartpole.json", learners=0, output_dir=str(tmp_path / "a"), progress=False)
+    # A distributed config's learners are Ray actors (test_ray_learner_group.py): not without Ray.
+    with pytest.raises(RLGraphSpecError, match="data-parallel learners need Ray"):
+        train("configs/apex_cartpole.json", learners=2, progress=False,
+              overrides=["execution_spec.ray_spec.executor_spec.mode=inline"])
     with pytest.raises(RLGraphSpecError, match="--learners is for agents that train in one process"):
-        train("configs/apex_cartpole.json", learners=2, progress=False)
+        train_learners(resolve_config("configs/apex_cartpole.json", overrides=["execution_spec.num_learners=2"]))
     with pytest.raises(RLGraphSpecError, match="hooks of a multi-learner run must be names"):
         train("configs/ppo_cartpole.json", learners=2, hooks=[lambda *a: None], progress=False)
 

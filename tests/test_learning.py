@@ -71,12 +71,13 @@ def test_dqn_solves_grid_world_4x4(backend):
 
 
 def test_dqn_cartpole_pytorch():
-    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 3 of 4 seeds (the
-    fourth seed runs only when one of the first three fails). Measured: seeds 1 to 4 reached the
-    target at step 35,000, 30,000, 30,000 and 32,500 (40-50 CPU seconds each)."""
-    solved = _run_seeds("configs/dqn_cartpole.json", "pytorch", [1, 2, 3, 4],
-                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=3)
-    assert sum(map(bool, solved)) >= 3, solved
+    """Mean greedy return >= 475 over 5 episodes within 50k steps for at least 2 of 3 seeds (the
+    third seed runs only when one of the first two fails; the config's reliability over 20 seeds is
+    the study in docs/performance.md). Measured: seeds 1 to 3 reached the target at step 35,000,
+    30,000 and 30,000 (40-50 CPU seconds each on an idle machine)."""
+    solved = _run_seeds("configs/dqn_cartpole.json", "pytorch", [1, 2, 3],
+                        [f"training_spec.stop_at_return={CARTPOLE_TARGET}"], required=2)
+    assert sum(map(bool, solved)) >= 2, solved
 
 
 def test_dqn_cartpole_tf():

@@ -218,8 +218,9 @@ def _train(args) -> int:
     print(f"rlgraph train: {summary['timesteps']} steps, {summary['episodes']} episodes in "
           f"{summary['wall_time']:.1f} s ({summary['env_frames_per_second']:.0f} steps/s) on {summary['backend']}.")
     if "mean_policy_lag" in summary:  # A distributed run.
-        print(f"learner: {summary['num_updates']} updates ({summary['updates_per_second']:.0f}/s), mean policy lag "
-              f"{summary['mean_policy_lag']:.1f} updates, {summary['restarts']} actor restarts.")
+        learners = f" on {summary['num_learners']} learners" if summary.get("num_learners", 1) > 1 else ""
+        print(f"learner: {summary['num_updates']} updates{learners} ({summary['updates_per_second']:.0f}/s), "
+              f"mean policy lag {summary['mean_policy_lag']:.1f} updates, {summary['restarts']} actor restarts.")
     print(f"evaluations (step: mean return): {evaluations}")
     if summary["solved"]:
         print(f"reached the target return at step {summary['solved_at_step']}.")

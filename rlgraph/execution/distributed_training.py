@@ -68,7 +68,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
 
     Returns:
         The summary of `training.train`, plus num_updates (learner updates), updates_per_second,
-        mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
+        num_learners (`execution_spec.num_learners`: learner actors on Ray when > 1), mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
     """
     from rlgraph.execution.env_ids import evaluation_env_spec
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
@@ -110,6 +110,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             if steps >= next_eval:
                 next_eval = (steps // spec["evaluation_interval"] + 1) * spec["evaluation_interval"]
                 with executor.learner.lock:  # The learner thread updates this agent.
+                    executor.sync_local_agent()  # (Learners on Ray: rank 0's weights into this agent.)
                     if evaluate_greedily(evaluator, spec, steps, logs, evaluations):
                         solved_at = steps
             if logs and steps >= next_checkpoint:
@@ -126,6 +127,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             "episodes": episodes, "wall_time": wall_time, "env_frames_per_second": steps / wall_time,
             "backend": agent.backend, "agent_timesteps": agent.timesteps, "num_updates": executor.learner.version,
             "updates_per_second": executor.learner.version / wall_time,
+            "num_learners": executor.learner_group.size if executor.learner_group else 1,
             "mean_policy_lag": result.get("mean_policy_lag", float("nan")), "restarts": executor.num_restarts,
             "records_lost": executor.records_lost,
             "executor_statistics": {k: v for k, v in result.items() if k != "episode_returns"},

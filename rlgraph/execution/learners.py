@@ -72,8 +72,8 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
             and `RLGraphDistributedError` is raised.
 
     Raises:
-        RLGraphSpecError: For a distributed (Ray) config: Ape-X and IMPALA scale their learner
-            differently (docs/distributed.md).
+        RLGraphSpecError: For a distributed (Ray) config: its executor starts its learners on Ray
+            (`execution/ray/learner_group.py`).
         RLGraphDistributedError: When a learner fails, is killed, or the run times out.
     """
     from rlgraph.execution.run_config import is_distributed
@@ -81,7 +81,8 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
     if is_distributed(config):
         raise RLGraphSpecError("--learners is for agents that train in one process", where="train(--learners)",
                                received=f"agent type {config.get('type')!r} with execution_spec.ray_spec",
-                               hint="an Ape-X or IMPALA run scales with its Ray workers/actors (docs/distributed.md).")
+                               hint="an Ape-X or IMPALA executor starts its num_learners learners as Ray actors itself: "
+                                    "use train(config) (docs/distributed.md).")
     hooks = list(hooks or ())
     if any(not isinstance(hook, str) for hook in hooks):
         raise RLGraphSpecError("hooks of a multi-learner run must be names", where="train(hooks, --learners)",

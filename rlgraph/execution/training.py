@@ -150,14 +150,17 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
 
 
 def _wanted_learners(config: Optional[dict], resume: Optional[str], learners: Optional[int]) -> int:
-    """How many learner processes a run asks for: `learners` if given, else its config's (a resumed
-    run's: the one in its run directory)."""
-    if learners is not None:
-        return num_learners_of({"execution_spec": {"num_learners": learners}})
+    """How many learner processes this launcher starts: `learners` if given, else the config's (a
+    resumed run's: the one in its run directory); 1 for a distributed (Ray) config, whose executor
+    starts its learners as Ray actors itself (`execution/ray/learner_group.py`)."""
     if resume is not None:
         config = read_json(os.path.join(resume, "config.json"), RESUMED_RUN)
         if not isinstance(config, dict) or not isinstance(config.get("execution_spec"), dict):
             return 1  # (The resume itself reports a damaged config.)
+    if is_distributed(config):
+        return 1
+    if learners is not None:
+        return num_learners_of({"execution_spec": {"num_learners": learners}})
     return num_learners_of(config)
 
 

@@ -151,17 +151,17 @@ class LearnerGroup:
         return self._instance_key
 
 
-def free_local_addresses(n: int) -> List[str]:
-    """`n` "127.0.0.1:PORT" addresses on ports that were free a moment ago (bound at once, then
-    released for the learners to take)."""
+def free_local_addresses(n: int, host: str = "127.0.0.1") -> List[str]:
+    """`n` "HOST:PORT" addresses of this machine (`host`: one of its addresses) on ports that were
+    free a moment ago (bound at once, then released for the learners to take)."""
     import socket
     sockets = []
     try:
         for _ in range(n):
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            s.bind((host, 0))
             sockets.append(s)
-        return [f"127.0.0.1:{s.getsockname()[1]}" for s in sockets]
+        return [f"{host}:{s.getsockname()[1]}" for s in sockets]
     finally:
         for s in sockets:
             s.close()

@@ -53,6 +53,7 @@ class RayExecutor(metaclass=abc.ABCMeta):
         self.num_restarts = 0
         self.restart_log: List[dict] = []
         self.workload_results: List[dict] = []
+        self.learner_group = None  # A `RayLearnerGroup` when execution_spec.num_learners > 1 (`_make_learner_group`).
         self.terminated = False
 
     def _check_ray_spec(self) -> None:
@@ -91,8 +92,8 @@ class RayExecutor(metaclass=abc.ABCMeta):
             return
         import ray
         total = ray.cluster_resources()
-        for name, needed, key in (("CPU", needed_cpus, "num_cpus_per_worker / num_cpus_per_replay_actor"),
-                                  ("GPU", needed_gpus, "num_gpus_per_worker")):
+        for name, needed, key in (("CPU", needed_cpus, "num_cpus_per_worker / _per_replay_actor / _per_learner"),
+                                  ("GPU", needed_gpus, "num_gpus_per_worker / num_gpus_per_learner")):
             have = float(total.get(name, 0.0))
             if needed > have + 1e-9:
                 raise RLGraphDistributedError(f"the actors need more {name}s than the Ray cluster has",
@@ -100,6 +101,30 @@ class RayExecutor(metaclass=abc.ABCMeta):
                                               expected=f"at most {have:g} {name}s", received=f"{needed:g}",
                                               hint="lower the per-actor resources (fractions such as 0.5 are "
                                                    "fine) or the number of actors, or raise executor_spec.num_cpus.")
+
+    # --- The learner ----------------------------------------------------------------------------
+    def _learner_demand(self, agent: Any) -> tuple:
+        """(CPUs, GPUs) the learner group of `agent`'s `execution_spec.num_learners` takes ((0, 0)
+        for one learner: it is the executor's own agent)."""
+        count = agent.execution_spec.get("num_learners", 1)
+        if count == 1:
+            return 0, 0
+        return count * self.executor_spec["num_cpus_per_learner"], count * self.executor_spec["num_gpus_per_learner"]
+
+    def _make_learner_group(self, agent: Any, learner_config: dict) -> None:
+        """Starts `execution_spec.num_learners` data-parallel learners on Ray when it is > 1
+        (`learner_group.RayLearnerGroup`); the executor then updates through them."""
+        count = agent.execution_spec.get("num_learners", 1)
+        if count > 1:
+            from rlgraph.execution.ray.learner_group import RayLearnerGroup
+            self.learner_group = RayLearnerGroup(self, agent, learner_config, self.state_space, self.action_space,
+                                                 count)
+
+    def sync_local_agent(self) -> None:
+        """Brings the executor's agent (`local_agent`: evaluation, exports) up to the learners'
+        weights; with one learner it is the learner."""
+        if self.learner_group is not None:
+            self.learner_group.pull()
 
     def _create(self, cls: type, args: tuple, num_cpus: float, num_gpus: float, name: str) -> tuple:
         """(handle, pid) of a new actor, once it has started."""
@@ -252,6 +277,8 @@ class RayExecutor(metaclass=abc.ABCMeta):
             return
         self.terminated = True
         self._stop_actors()
+        if self.learner_group is not None:
+            self.learner_group.terminate()
         if self._owns_ray:
             import ray
             ray.shutdown()

@@ -37,6 +37,8 @@ EXECUTOR_SPEC_DEFAULTS: Dict[str, Any] = {
     "num_cpus_per_worker": 1,
     "num_gpus_per_worker": 0,
     "num_cpus_per_replay_actor": 1,
+    "num_cpus_per_learner": 1,         # each data-parallel learner (execution_spec.num_learners > 1)
+    "num_gpus_per_learner": 0,
     "discard_queued_samples": False,   # drop sampled batches while the learn queue is full (else wait)
     "replay_ratio": None,              # Ape-X: records sampled (updates x batch_size) per record inserted (None: off)
     "max_num_worker_restarts": 10,     # restarts of killed actors (workers and shards together)
@@ -143,7 +145,8 @@ def _check_values(spec: Dict[str, dict]) -> None:
         executor[key] = check_positive_int(executor[key], key, where)
     executor["max_num_worker_restarts"] = check_positive_int(executor["max_num_worker_restarts"],
                                                              "max_num_worker_restarts", where, minimum=0)
-    for key in ("num_cpus_per_worker", "num_gpus_per_worker", "num_cpus_per_replay_actor"):
+    for key in ("num_cpus_per_worker", "num_gpus_per_worker", "num_cpus_per_replay_actor", "num_cpus_per_learner",
+                "num_gpus_per_learner"):
         executor[key] = check_number(executor[key], key, where, low=0)
     executor["num_cpus"] = check_number(executor["num_cpus"], "num_cpus", where, low=0, low_inclusive=False,
                                         allow_none=True)

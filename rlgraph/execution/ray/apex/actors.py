@@ -91,7 +91,8 @@ class ApexActors:
             version = self.learner.version
             if version == self._weights[0]:
                 return
-            weights = self.local_agent.get_acting_weights()
+            weights = self.learner_group.policy_weights(acting=True) if self.learner_group else \
+                self.local_agent.get_acting_weights()
         self._weights = (version, self.actors.put(weights))
 
     def _send_weights(self, worker: WorkerSlot) -> None:

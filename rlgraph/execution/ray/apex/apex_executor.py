@@ -41,6 +41,8 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
       queue of `learn_queue_size` batches; the new priorities go back to the shard that served
       the batch (dropped if that shard restarted since). Its env-step counter follows the
       collected steps, so `update_spec.sync_interval` and schedules count env steps as in DQN.
+      With `execution_spec.num_learners` N > 1 the thread's updates run on N learner actors, each
+      on batch_size / N of the records, gradients averaged (`rlgraph/execution/ray/learner_group.py`).
     - **Pacing** (`pacing.py`): the learner gets `update_steps` batches per `update_interval` env
       steps (on Ray: at most), or, with `executor_spec.replay_ratio` r, exactly floor(r * records
       inserted / batch_size) updates by each workload's end, the workers waiting for it when it
@@ -111,8 +113,9 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
                                    expected="apex", received=self.agent_config.get("type"))
         spec = self.executor_spec
         num_workers, num_shards = spec["num_sample_workers"], spec["num_replay_workers"]
-        self.check_resources(num_workers * spec["num_cpus_per_worker"] + num_shards * spec["num_cpus_per_replay_actor"],
-                             num_workers * spec["num_gpus_per_worker"])
+        learner_cpus, learner_gpus = self._learner_demand(self.local_agent)
+        self.check_resources(num_workers * spec["num_cpus_per_worker"] + num_shards * spec["num_cpus_per_replay_actor"]
+                             + learner_cpus, num_workers * spec["num_gpus_per_worker"] + learner_gpus)
         self.batch_size = self.local_agent.update_spec["batch_size"]
         self._init_pacing()
         self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
@@ -132,7 +135,8 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
                 self._tmpdir = tempfile.TemporaryDirectory(prefix="rlgraph-apex-")
                 self.snapshot_dir = self._tmpdir.name
             os.makedirs(self.snapshot_dir, exist_ok=True)
-        self.learner = LearnerThread(self.local_agent, spec["learn_queue_size"])
+        self._make_learner_group(self.local_agent, self.learner_config(self.agent_config))
+        self.learner = LearnerThread(self.learner_group or self.local_agent, spec["learn_queue_size"])
         self.shards = [self._make_shard(i, restore=False) for i in range(num_shards)]
         self.workers = [self._make_worker(i) for i in range(num_workers)]
         if self.mode == "ray":

@@ -45,7 +45,10 @@ class ApexCheckpoints:
         """
         with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{type(self).__name__}.store_checkpoint") as writer:
             with self.learner.lock:
-                self.local_agent.store_model(writer.path("learner"), add_timestep=False)
+                if self.learner_group:  # (Rank 0's, optimizer state included.)
+                    self.learner_group.store_model(writer.path("learner"))
+                else:
+                    self.local_agent.store_model(writer.path("learner"), add_timestep=False)
             names = [f"replay-{shard.index}.npz" for shard in self.shards]
             # Each shard writes its file if it holds records and returns its size (0: no file).
             sizes = self._call_each(list(self.shards), "save", self._restart_shard,
@@ -111,7 +114,7 @@ class ApexCheckpoints:
         self._call_each([shard for shard, data in zip(self.shards, contents) if data is not None], "check",
                         self._restart_shard, [(data,) for data in contents if data is not None])
         with self.learner.lock:
-            self.local_agent.load_checkpoint_files(learner)
+            (self.learner_group or self.local_agent).load_checkpoint_files(learner)  # (A group: every learner.)
             self.learner.version = counters["learner_version"]
         for index, data in enumerate(contents):
             # A loaded shard makes the file its snapshot and counts its inserts from zero, as the driver does.

@@ -61,7 +61,9 @@ class IMPALAExecutor(RayExecutor):
       dropped instead (counted in `discarded`).
     - **Learner** (`local_agent`, an `IMPALAAgent` in this process): whenever `update_spec.batch_size`
       rows are queued it takes them and runs one V-trace update. The policy lag of each row
-      (learner version - behaviour version) is reported.
+      (learner version - behaviour version) is reported. With `execution_spec.num_learners` N > 1
+      the update runs on N learner actors instead, each on batch_size / N of the rows, gradients
+      averaged (`rlgraph/execution/ray/learner_group.py`).
     - **Weights**: once an actor has run `weight_sync_steps` env steps since its last weights and
       the learner has a newer version, it gets the newest (`ray.put` once per version).
     - **Faults**: a killed actor is noticed by its failed task, replaced (at most
@@ -138,8 +140,10 @@ class IMPALAExecutor(RayExecutor):
         self.batch_size = self.local_agent.update_spec["batch_size"]
         self.capacity = max(self.local_agent.fifo_queue_spec["capacity"], self.batch_size)
         spec = self.executor_spec
-        self.check_resources(spec["num_sample_workers"] * spec["num_cpus_per_worker"],
-                             spec["num_sample_workers"] * spec["num_gpus_per_worker"])
+        learner_cpus, learner_gpus = self._learner_demand(self.local_agent)
+        self.check_resources(spec["num_sample_workers"] * spec["num_cpus_per_worker"] + learner_cpus,
+                             spec["num_sample_workers"] * spec["num_gpus_per_worker"] + learner_gpus)
+        self._make_learner_group(self.local_agent, self.learner_config(self.agent_config))
         self.actor_config = {k: v for k, v in self.agent_config.items() if k not in SINGLE_KEYS}
         self.actors_list = [self._make_actor(i) for i in range(spec["num_sample_workers"])]
         self._broadcast_weights()
@@ -159,7 +163,7 @@ class IMPALAExecutor(RayExecutor):
         version = self.local_agent.num_updates
         if version != self._weights[0]:
             with self.learner.lock:
-                weights = self.local_agent.get_weights()
+                weights = self.learner_group.policy_weights() if self.learner_group else self.local_agent.get_weights()
             self._weights = (version, self.actors.put(weights))
 
     def _send_weights(self, actor: _Actor) -> None:
@@ -194,9 +198,10 @@ class IMPALAExecutor(RayExecutor):
         while spec["do_updates"] and len(self.fifo) >= self.batch_size:
             rows = [self.fifo.popleft() for _ in range(self.batch_size)]
             self._workload_lags.extend(self.local_agent.num_updates - version for _, version in rows)
+            batch = concat_rollouts([row for row, _ in rows])
             with self.learner.lock:
-                update = self.local_agent.update(concat_rollouts([row for row, _ in rows]))
-            self._losses.append(float(update.loss))
+                loss = self.learner_group.update(batch)[0] if self.learner_group else self.local_agent.update(batch).loss
+            self._losses.append(float(loss))
             result["updates"] += 1
         idle, self._idle = self._idle, []
         for actor in idle:
@@ -278,7 +283,10 @@ class IMPALAExecutor(RayExecutor):
         atomically with a manifest. Queued rollouts are not kept (actors refill the queue)."""
         with CheckpointWriter(path, CHECKPOINT_KIND, where=f"{type(self).__name__}.store_checkpoint") as writer:
             with self.learner.lock:
-                self.local_agent.store_model(writer.path("learner"), add_timestep=False)
+                if self.learner_group:  # (Rank 0's, optimizer state included.)
+                    self.learner_group.store_model(writer.path("learner"))
+                else:
+                    self.local_agent.store_model(writer.path("learner"), add_timestep=False)
             write_json(writer.path(STATE_FILE), {"executor": type(self).__name__, "env_timesteps": self.env_timesteps,
                                                  "env_frames": self.env_frames, "restarts": self.num_restarts})
             for name, value in (extra_files or {}).items():
@@ -301,8 +309,8 @@ class IMPALAExecutor(RayExecutor):
                                          expected="executor IMPALAExecutor, counters in [0, 2**63 - 1]",
                                          received=repr(state)[:200])
         learner = files.sub("learner", "agent")
-        with self.learner.lock:
-            self.local_agent.load_checkpoint_files(learner)
+        with self.learner.lock:  # (A learner group loads it into its learners and `local_agent`.)
+            (self.learner_group or self.local_agent).load_checkpoint_files(learner)
         self.env_timesteps, self.env_frames = counters["env_timesteps"], counters["env_frames"]
         self.fifo.clear()
         self._broadcast_weights()
