@@ -188,3 +188,19 @@ def test_rows_split_evenly_or_not_at_all():
     np.testing.assert_array_equal(np.concatenate([h["b"]["c"] for h in halves]), batch["b"]["c"])
     with pytest.raises(RLGraphSpecError, match="multiple of 4 rows"):
         split_rows(batch, 4, "test")
+
+
+def test_ray_learners_benchmark_quick(tmp_path):
+    """`rlgraph benchmark ray-learners --quick` (PyTorch) runs its three contenders and writes their figures."""
+    if not is_backend_installed("pytorch"):
+        pytest.skip(reason="PyTorch is not installed")
+    out = tmp_path / "ray-learners.json"
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.ray_learners", "--quick", "--backends", "pytorch",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["backend"] == "pytorch"
+    assert all(run[f"{k}_samples_per_s"] > 0 for k in ("driver", "ray", "processes"))
+    assert "ray scaling" in done.stdout and "ray / processes" in done.stdout

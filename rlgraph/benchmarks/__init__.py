@@ -32,6 +32,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
             "over seeds: IQMs with CIs, P(improvement), seconds per run"),
     "learners": ("rlgraph.benchmarks.learner_scaling",
                  "data-parallel DQN update samples/s with 1 and N learner processes vs raw PyTorch DDP"),
+    "ray-learners": ("rlgraph.benchmarks.ray_learners",
+                     "IMPALA update samples/s: 1 learner in the driver vs N learner actors on Ray vs N plain processes"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",
