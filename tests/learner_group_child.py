@@ -108,7 +108,7 @@ def main():
     shared = group.broadcast(own)
     results["broadcast"] = {"w": shared["w"].tolist(), "n": int(shared["n"][0]), "dtype": str(shared["n"].dtype)}
     results["gathered"] = group.gather_scalars(float(rank) + 0.5).tolist()
-    from rlgraph.execution.learners import WeightCheck
+    from rlgraph.execution.learner_sync import WeightCheck
     if rank == 1:  # Weights that went their own way are found at the next check.
         weights = agent.get_weights()
         name = sorted(weights)[0]

@@ -29,7 +29,7 @@ CHILD = textwrap.dedent('''
     import numpy as np
     import ray
     from rlgraph.agents import Agent
-    from rlgraph.execution.learners import shared_weight_names
+    from rlgraph.execution.learner_sync import shared_weight_names
     from rlgraph.execution.ray import ApexExecutor, IMPALAExecutor
 
     BACKEND, WITH_APEX = sys.argv[1], sys.argv[2] == "apex"

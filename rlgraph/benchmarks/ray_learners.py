@@ -2,7 +2,8 @@
 
 Three contenders update an IMPALA agent (CartPole shapes, 2 x 64 tanh, V-trace, Adam) on the same
 kind of batch: `rows` rollout rows of 20 steps.
-- "driver": the executor's own agent (`num_learners` 1), the whole batch per update;
+- "driver": the executor's own agent (a whole learner, as with `num_learners` 1), the whole batch per
+  update, timed while the learner actors are idle;
 - "ray": `IMPALAExecutor` with `num_learners` N: each update ships N shards from the driver to N
   learner actors, which average their gradients (`rlgraph/execution/ray/learner_group.py`);
 - "processes": the same N learners as plain processes, each updating on its own shard already in
@@ -64,8 +65,9 @@ def _timed(step, updates: int) -> float:
     return time.perf_counter() - start
 
 
-def time_ray(backend: str, rows: int, learners: int, updates: int) -> float:
-    """Seconds of `updates` updates through the executor: its own agent (1) or its learner group."""
+def time_ray(backend: str, rows: int, learners: int, updates: int) -> tuple:
+    """Seconds of `updates` updates through one `IMPALAExecutor` with `learners` learner actors:
+    (on its own agent, the whole batch in the driver; through its learner group)."""
     import ray
 
     from rlgraph.execution.ray import IMPALAExecutor
@@ -74,9 +76,9 @@ def time_ray(backend: str, rows: int, learners: int, updates: int) -> float:
     try:
         with IMPALAExecutor(CARTPOLE, impala_config(backend, rows, learners)) as executor:
             batch = rollout(rows, 0)
-            if executor.learner_group is None:
-                return _timed(lambda: executor.local_agent.update(batch), updates)
-            return _timed(lambda: executor.learner_group.update(batch), updates)
+            # (The executor's agent is a whole learner: with the learners idle, it is the 1-learner run.)
+            driver = _timed(lambda: executor.local_agent.update(batch), updates)
+            return driver, _timed(lambda: executor.learner_group.update(batch), updates)
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
@@ -100,7 +102,7 @@ def time_processes(backend: str, rows: int, learners: int, updates: int) -> floa
 def worker(backend: str, rank: int, size: int, addresses: str, rows: int, updates: int, out: str) -> None:
     """One learner of `time_processes`: joins the group, times updates on its shard."""
     from rlgraph.agents import Agent
-    from rlgraph.execution.learners import broadcast_weights
+    from rlgraph.execution.learner_sync import broadcast_weights
     from rlgraph.spaces import FloatBox, IntBox
     group = learner_group.join(rank, size, backend, addresses.split(","))
     config = impala_config(backend, rows, size)
@@ -122,10 +124,12 @@ def main(argv: Optional[List[str]] = None) -> dict:
         return {}
     parser = make_parser("ray-learners", __doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=None, help="tf and/or pytorch (default: all installed)")
-    parser.add_argument("--learners", type=int, default=2, help="learners of the group (default: 2)")
+    parser.add_argument("--learners", type=int, default=2, help="learners of the group, >= 2 (default: 2)")
     parser.add_argument("--rows", type=int, default=32, help="rollout rows per update (default: 32)")
     parser.add_argument("--updates", type=int, default=None, help="timed updates (default 200)")
     args = parser.parse_args(argv)
+    if args.learners < 2:
+        parser.error("--learners must be >= 2 (the 1-learner figure is the driver's)")
     updates = args.updates or (10 if args.quick else 200)
     backends = select_backends(args.backends, "rlgraph benchmark ray-learners (--backends)")
     samples = args.rows * T * updates
@@ -133,8 +137,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                  "learners": args.learners, "cpu_count": os.cpu_count(), "runs": []}
     rows = []
     for backend in backends:
-        driver = samples / time_ray(backend, args.rows, 1, updates)
-        on_ray = samples / time_ray(backend, args.rows, args.learners, updates)
+        driver, on_ray = (samples / seconds for seconds in time_ray(backend, args.rows, args.learners, updates))
         plain = samples / time_processes(backend, args.rows, args.learners, updates)
         result["runs"].append({"backend": backend, "driver_samples_per_s": driver, "ray_samples_per_s": on_ray,
                                "processes_samples_per_s": plain})

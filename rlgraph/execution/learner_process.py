@@ -14,16 +14,7 @@ import sys
 import traceback
 from typing import Any, Dict, Iterable, Optional
 
-from rlgraph.execution.learners import SEED_STRIDE
-
-
-def learner_config(config: dict, rank: int) -> dict:
-    """Rank `rank`'s copy of a resolved config: seeds moved apart (rank 0 keeps the run's)."""
-    config = json.loads(json.dumps(config))
-    execution = config.setdefault("execution_spec", {})
-    if rank and execution.get("seed") is not None:
-        execution["seed"] = int(execution["seed"]) + SEED_STRIDE * rank
-    return config
+from rlgraph.execution.learner_sync import learner_config
 
 
 def run_learner(spec: dict) -> Dict[str, Any]:

@@ -27,7 +27,8 @@ import time
 from functools import partial
 from typing import Any, Dict, Iterable, Optional, Sequence
 
-from rlgraph.execution.learners import WeightCheck, agree, broadcast_weights, num_learners_of, train_learners
+from rlgraph.execution.learner_sync import WeightCheck, agree, broadcast_weights
+from rlgraph.execution.learners import num_learners_of, train_learners
 from rlgraph.execution.run_config import (TRAINING_SPEC_DEFAULTS, VECTORIZATIONS, apply_overrides, check_training_spec,
                                           is_distributed, make_agent_and_env, resolve_config)
 from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent

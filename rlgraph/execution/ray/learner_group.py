@@ -61,8 +61,7 @@ class GroupLearner:
         """Joins the group, builds the agent inside it, takes rank 0's weights; returns the checksum
         of the trainable weights (equal on every rank)."""
         from rlgraph.agents import Agent
-        from rlgraph.execution.learner_process import learner_config
-        from rlgraph.execution.learners import broadcast_weights, weights_checksum
+        from rlgraph.execution.learner_sync import broadcast_weights, learner_config, weights_checksum
         from rlgraph.utils import learner_group
         self.group = learner_group.join(self.rank, self.size, backend, addresses, timeout)
         self.agent = Agent.from_spec(learner_config(self.agent_config, self.rank), state_space=self.state_space,
@@ -110,12 +109,12 @@ class GroupLearner:
 
     def load_checkpoint_files(self, files: Any) -> float:
         """Loads a verified checkpoint (`checkpoint_files.CheckpointFiles`); returns the checksum."""
-        from rlgraph.execution.learners import weights_checksum
+        from rlgraph.execution.learner_sync import weights_checksum
         self.agent.load_checkpoint_files(files)
         return weights_checksum(self.agent)
 
     def checksum(self) -> float:
-        from rlgraph.execution.learners import weights_checksum
+        from rlgraph.execution.learner_sync import weights_checksum
         return weights_checksum(self.agent)
 
     def terminate(self) -> None:
@@ -217,7 +216,7 @@ class RayLearnerGroup:
         shared variables, optimizer slots included), so that it evaluates the learners' policy."""
         if not (self._stale or everything):
             return
-        from rlgraph.execution.learners import shared_weight_names
+        from rlgraph.execution.learner_sync import shared_weight_names
         names = shared_weight_names(self.agent) if everything else None
         weights = self._get(0, self.executor.actors.call(self.handles[0], "get_weights", names))
         self.agent.graph_executor.set_weights(weights)
