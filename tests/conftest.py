@@ -10,7 +10,7 @@ from rlgraph.backend_system import BACKENDS, is_backend_installed
 TESTS = Path(__file__).resolve().parent
 
 # Modules whose tests start Ray (a local `ray.init`, a `ray start --head` cluster, an executor in
-# mode "ray" that starts one); a probe that watched for raylet processes during a whole run found
+# mode "ray" that starts one, in the test's process or in a child it runs); a probe that watched for raylet processes during a whole run found
 # no other module that starts one (test_rllib_impala_peer.py checks that RLlib's module imports
 # without Ray). They form one xdist group, so that they run one after another
 # on one worker: each Ray of 2 CPUs wants the whole 2-core machine, two at once would fight over the
@@ -22,6 +22,7 @@ RAY_MODULES = {
     "test_cli_apex.py",
     "test_hostile_distributed_ray.py",
     "test_impala_ray.py",
+    "test_ray_learner_group.py",
 }
 
 
