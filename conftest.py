@@ -87,6 +87,8 @@ def pytest_cmdline_main(config):
 def pytest_configure(config):
     if _distributes(config) and config.option.dist == "loadgroup":
         config.rlgraph_groups_dir = tempfile.mkdtemp(prefix="rlgraph-xdist-")
+    if config.getoption("store_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(DurationRecorder(DURATIONS_FILE), "rlgraph-durations")
 
 
 def pytest_unconfigure(config):
@@ -151,4 +153,80 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid):
             return (self.groups or {}).get(nodeid) or super()._split_scope(nodeid)
 
+        def _assign_work_unit(self, node):
+            if not self.longest_first:  # Before the first unit leaves: the longest units first.
+                self.workqueue = longest_first(self.workqueue, load_durations(DURATIONS_FILE))
+                self.longest_first = True
+            super()._assign_work_unit(node)
+
+        longest_first = False
+
     return GroupFileScheduling(config, log)
+
+
+# --- The longest work first --------------------------------------------------------------------------
+# Workers are handed the work units (one test, or one xdist group) one at a time; a 2-minute learning
+# test handed out last would leave the other worker idle for its whole length. So the scheduler hands
+# out the units in order of their duration measured in an earlier run, longest first (the LPT rule),
+# from tests/durations.json: {test id: seconds of setup + call + teardown} for the tests that took at
+# least MIN_RECORDED_SECONDS. A test it does not list counts UNLISTED_SECONDS. The file decides only
+# the order in which the tests run, never whether or how they run; a stale or missing file makes the
+# run slower, not different. `python -m pytest --store-durations` updates it with that run's figures.
+DURATIONS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "durations.json")
+MIN_RECORDED_SECONDS = 1.0
+UNLISTED_SECONDS = 0.2
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", action="store_true", default=False,
+                     help="rlgraph: write each test's duration (at least 1 s) to tests/durations.json, which "
+                          "orders the work units of later parallel runs, longest first")
+
+
+def load_durations(path) -> dict:
+    """{test id: seconds} from `path`; {} when it is missing or not such a mapping (the order then
+    falls back to pytest-xdist's: the larger groups first, then collection order)."""
+    try:
+        with open(path) as handle:
+            durations = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(durations, dict):
+        return {}
+    return {key: float(value) for key, value in durations.items()
+            if isinstance(key, str) and isinstance(value, (int, float)) and value >= 0}
+
+
+def longest_first(workqueue, durations):
+    """The work units of `workqueue` ({scope: {test id: done}}) as a new OrderedDict, the longest
+    first (the sum of their tests' durations, UNLISTED_SECONDS for a test without one); units of equal
+    length keep their order."""
+    from collections import OrderedDict
+
+    def length(item):
+        return sum(durations.get(nodeid, UNLISTED_SECONDS) for nodeid in item[1])
+    return OrderedDict(sorted(workqueue.items(), key=length, reverse=True))
+
+
+class DurationRecorder:
+    """Sums each test's setup, call and teardown durations as the reports arrive (in the controller
+    under xdist, in the only process otherwise) and writes the file at the end of the session."""
+
+    def __init__(self, path):
+        self.path, self.durations = path, {}
+
+    def pytest_runtest_logreport(self, report):
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session):
+        """Merges this run into the file: the tests that ran get their new duration (or leave the file
+        when they took less than MIN_RECORDED_SECONDS), the others keep theirs."""
+        kept = {nodeid: seconds for nodeid, seconds in load_durations(self.path).items()
+                if nodeid not in self.durations}
+        kept.update({nodeid: round(seconds, 1) for nodeid, seconds in self.durations.items()
+                     if seconds >= MIN_RECORDED_SECONDS})
+        kept = dict(sorted(kept.items()))
+        with open(self.path + ".tmp", "w") as handle:
+            json.dump(kept, handle, indent=0)
+            handle.write("\n")
+        os.replace(self.path + ".tmp", self.path)
