@@ -8,8 +8,13 @@ single-process run (see `training.py`):
   sample task of `num_worker_samples` steps).
 - evaluations.csv, TensorBoard scalars (also updates/s and policy lag), learning_curve.png.
 - checkpoints/<name>/: `ApexExecutor.store_checkpoint` (the learner's agent in `learner/`,
-  the replay shards, the executor's counters) plus the run's config.json. `rlgraph evaluate`
-  loads `learner/` into the agent `learner_config` describes.
+  the replay shards, the executor's counters) plus the run's config.json and the loop's state
+  (train_state.json). `rlgraph evaluate` loads `learner/` into the agent `learner_config` describes.
+
+`rlgraph train --resume RUN_DIR` continues such a run from its newest checkpoint: the executor
+loads it (learner or learner group, replay shards, counters; the workers and actors get its
+weights) and the loop goes on from the checkpoint's state, appending to the run's logs. The
+workers start fresh episodes (seeded with `seed + N` at step N); an IMPALA run's queued rollouts were not kept (the actors refill it).
 
 The executor runs in chunks of at most `log_interval` env steps (`execute_workload`). Between
 chunks the driver logs, evaluates greedily on the learner's agent (holding the learner's lock,
@@ -57,7 +62,7 @@ def learner_config(config: dict) -> dict:
 
 
 def train_distributed(config: dict, output_dir: Optional[str] = None, progress: bool = True,
-                      ray_address: Optional[str] = None) -> Dict[str, Any]:
+                      ray_address: Optional[str] = None, point: Any = None) -> Dict[str, Any]:
     """Trains a resolved distributed config (see `training.resolve_config`); see the module docstring.
 
     Args:
@@ -65,6 +70,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
         output_dir: Where to write logs and checkpoints (None: nothing is written).
         progress: Show a tqdm progress bar.
         ray_address: Overrides `ray_spec.executor_spec.redis_address`.
+        point: The `run_state.ResumePoint` of a resumed run (its checkpoint is loaded first), or None.
 
     Returns:
         The summary of `training.train`, plus num_updates (learner updates), updates_per_second,
@@ -74,10 +80,16 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.run_files import RunLogs
     from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
+    from rlgraph.execution.run_state import LoopState
     spec = config["training_spec"]
     seed = config["execution_spec"].get("seed")
     env_spec = config["environment_spec"]
     agent_config = {k: v for k, v in config.items() if k not in RUN_SECTIONS}
+    if point is not None and seed is not None:
+        # A resumed run's workers start fresh episodes, not the run's first ones again (as in `train`);
+        # the learner's initial weights, which this seed also draws, are replaced by the checkpoint's.
+        seed += point.state.steps
+        agent_config["execution_spec"] = dict(agent_config["execution_spec"], seed=seed)
     if "ray_spec" not in agent_config["execution_spec"]:  # An IMPALA config without ray_spec: actors inline.
         agent_config = dict(agent_config, execution_spec=dict(agent_config["execution_spec"], ray_spec={
             "executor_spec": {"mode": "inline", "num_sample_workers": agent_config.get("num_workers", 1)},
@@ -91,40 +103,48 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             evaluator = SingleThreadedWorker(agent, evaluation_env_spec(env_spec),
                                              num_environments=spec["evaluation_episodes"],
                                              seed=None if seed is None else seed + 10_000)
-        logs = RunLogs(output_dir, config) if output_dir else None
-        bar = progress_bar(spec["num_timesteps"], progress)
-        evaluations, steps, episodes, solved_at, result = [], 0, 0, None, {}
-        next_eval = spec["evaluation_interval"] or math.inf
-        next_checkpoint = spec["checkpoint_interval"] or math.inf
-        last_return = float("nan")
-        while steps < spec["num_timesteps"] and solved_at is None:
-            chunk = min(spec["log_interval"], spec["num_timesteps"] - steps, max(1, next_eval - steps),
-                        max(1, next_checkpoint - steps))
+        run = LoopState(next_eval=spec["evaluation_interval"] or math.inf,
+                        next_checkpoint=spec["checkpoint_interval"] or math.inf)
+        if point is not None:
+            executor.load_checkpoint(point.checkpoint)  # (Verified before anything changes.)
+            run = point.state
+        logs = RunLogs(output_dir, config, resume=point) if output_dir else None
+        bar = progress_bar(spec["num_timesteps"], progress, initial=run.steps)
+        first_step, solved, result, last_return = run.steps, False, {}, float("nan")
+        while run.steps < spec["num_timesteps"] and not solved:
+            chunk = min(spec["log_interval"], spec["num_timesteps"] - run.steps, max(1, run.next_eval - run.steps),
+                        max(1, run.next_checkpoint - run.steps))
             result = executor.execute_workload({"num_timesteps": chunk, "report_interval": chunk})
-            steps += result["timesteps_executed"]
+            run.steps += result["timesteps_executed"]
             returns = result["episode_returns"]
-            episodes += len(returns)
+            run.episodes += len(returns)
             last_return = returns[-1] if returns else last_return
             if logs:
-                _log_workload(logs, result, steps, agent)
-            if steps >= next_eval:
-                next_eval = (steps // spec["evaluation_interval"] + 1) * spec["evaluation_interval"]
+                _log_workload(logs, result, run.steps, agent)
+            if run.steps >= run.next_eval:
+                run.next_eval = (run.steps // spec["evaluation_interval"] + 1) * spec["evaluation_interval"]
                 with executor.learner.lock:  # The learner thread updates this agent.
                     executor.sync_local_agent()  # (Learners on Ray: rank 0's weights into this agent.)
-                    if evaluate_greedily(evaluator, spec, steps, logs, evaluations):
-                        solved_at = steps
-            if logs and steps >= next_checkpoint:
-                next_checkpoint = (steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
-                logs.periodic_checkpoint(steps, executor.store_checkpoint)
+                    solved = evaluate_greedily(evaluator, spec, run.steps, logs, run.evaluations)
+                if solved and run.solved_at is None:
+                    run.solved_at = run.steps
+                mean_return = run.evaluations[-1][1] if run.evaluations else math.nan
+                if not math.isnan(mean_return) and (run.best_return is None or mean_return > run.best_return):
+                    run.best_return = mean_return
+            if logs and run.steps >= run.next_checkpoint:
+                run.next_checkpoint = (run.steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
+                logs.periodic_checkpoint(run.steps, executor.store_checkpoint, run)
             if bar is not None:
                 bar.update(result["timesteps_executed"])
-                bar.set_postfix(episodes=episodes, last_return=f"{last_return:.1f}", updates=executor.learner.version,
-                                eval=f"{evaluations[-1][1]:.1f}" if evaluations else "-")
+                bar.set_postfix(episodes=run.episodes, last_return=f"{last_return:.1f}",
+                                updates=executor.learner.version,
+                                eval=f"{run.evaluations[-1][1]:.1f}" if run.evaluations else "-")
         wall_time = time.perf_counter() - start
         summary = {
-            "solved": solved_at is not None, "solved_at_step": solved_at, "evaluations": evaluations,
-            "best_evaluation": max((e[1] for e in evaluations), default=float("nan")), "timesteps": steps,
-            "episodes": episodes, "wall_time": wall_time, "env_frames_per_second": steps / wall_time,
+            "solved": run.solved_at is not None, "solved_at_step": run.solved_at, "evaluations": run.evaluations,
+            "best_evaluation": max((e[1] for e in run.evaluations), default=float("nan")), "timesteps": run.steps,
+            "episodes": run.episodes, "wall_time": wall_time,
+            "env_frames_per_second": (run.steps - first_step) / wall_time,
             "backend": agent.backend, "agent_timesteps": agent.timesteps, "num_updates": executor.learner.version,
             "updates_per_second": executor.learner.version / wall_time,
             "num_learners": executor.learner_group.size if executor.learner_group else 1,
@@ -133,7 +153,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
             "executor_statistics": {k: v for k, v in result.items() if k != "episode_returns"},
         }
         if logs:
-            summary.update(logs.finish(executor.store_checkpoint))
+            summary.update(logs.finish(executor.store_checkpoint, run))
         return summary
     except BaseException as error:
         # As a single-process run: every logged episode on disk and the curve drawn (what fails while

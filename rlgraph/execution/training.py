@@ -197,7 +197,8 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
                                    received='"async"', hint="a distributed run's workers step their own envs; "
                                    "ray_spec.worker_spec.num_worker_environments sets how many.")
         from rlgraph.execution.distributed_training import train_distributed
-        return train_distributed(config, output_dir=output_dir, progress=progress, ray_address=ray_address)
+        return train_distributed(config, output_dir=output_dir, progress=progress, ray_address=ray_address,
+                                 point=point)
     if ray_address is not None:
         raise RLGraphSpecError("a Ray address needs a distributed config", where="train(ray_address, --ray-address)",
                                expected="a config with execution_spec.ray_spec (e.g. configs/apex_cartpole.json)",
@@ -321,14 +322,10 @@ def resumed_config(point: Any, num_timesteps: Optional[int]) -> dict:
     if given (`execution_spec.max_timesteps` stays, so schedules keep the horizon they had).
 
     Raises:
-        RLGraphError: For a distributed run, or a run that already trained all its steps.
+        RLGraphError: For a run that already trained all its steps.
     """
     where = RESUMED_RUN
     config = resolve_config(point.config, num_timesteps=num_timesteps)
-    if is_distributed(config):
-        raise RLGraphError("a distributed (Ape-X, IMPALA) run cannot be resumed", where=where, received=point.run_dir,
-                           hint="its checkpoints load with `rlgraph evaluate` and `rlgraph export`; start a new "
-                                "run to train again.")
     total, state = config["training_spec"]["num_timesteps"], point.state
     if state.steps >= total or (state.solved_at is not None and num_timesteps is None):
         done = f"it reached stop_at_return at step {state.solved_at}" if state.steps < total else \

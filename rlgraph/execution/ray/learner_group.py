@@ -11,8 +11,8 @@ on the whole batch.
 The executor's own agent (`local_agent`) stays the run's view of the learner: its counters
 (`num_updates`, `timesteps`, `max_timesteps`) drive the learners, and `pull` copies rank 0's
 weights into it before it evaluates or writes a checkpoint. A learner that dies ends the run with
-`RLGraphDistributedError` naming its rank (the group cannot lose a member); a new executor continues
-from the run's last checkpoint (`load_checkpoint`).
+`RLGraphDistributedError` naming its rank (the group cannot lose a member); `rlgraph train --resume`
+(or a new executor's `load_checkpoint`) continues from the run's last checkpoint.
 """
 from __future__ import annotations
 
@@ -321,8 +321,9 @@ class RayLearnerGroup:
         self.handles = []
 
 
-_RESUME_HINT = ("a learner group cannot lose a member: continue from the run's last checkpoint with a new "
-                "executor (`executor.load_checkpoint(path)`, docs/distributed.md).")
+_RESUME_HINT = ("a learner group cannot lose a member: continue from the run's last checkpoint with "
+                "`rlgraph train --resume RUN_DIR`, or a new executor and `executor.load_checkpoint(path)` "
+                "(docs/distributed.md).")
 
 
 def split_rows(batch: Any, parts: int, where: str) -> List[Any]:
