@@ -57,7 +57,7 @@ def test_the_expected_configs_ship():
     names = {os.path.basename(c) for c in CONFIGS}
     assert {"dqn_cartpole.json", "dqn_cartpole_tf.json", "dqn_gridworld_4x4.json", "dqn_pong.json",
             "apex_cartpole.json", "apex_pong.json", "impala_cartpole.json", "impala_pong.json",
-            "ppo_cartpole.json", "ppo_pendulum.json", "a2c_cartpole.json", "sac_pendulum.json",
+            "ppo_cartpole.json", "ppo_pendulum.json", "ppo_pong.json", "a2c_cartpole.json", "sac_pendulum.json",
             "ddpg_pendulum.json", "td3_pendulum.json"} <= names
     assert {os.path.basename(c) for c in DISTRIBUTED} == {"apex_cartpole.json", "apex_pong.json",
                                                           "impala_cartpole.json", "impala_pong.json"}
