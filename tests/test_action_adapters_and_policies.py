@@ -232,7 +232,33 @@ def test_shared_value_function_policy(backend):
     np.testing.assert_allclose(values, h @ kv + bv, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(probs, softmax(h @ k + b), rtol=1e-5, atol=1e-5)
     values, params = test.test(("get_state_values_and_parameters", x))
-    assert values.shape == (4, 1) and params.shape == (4, 2)
+    np.testing.assert_allclose(values, h @ kv + bv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(params, h @ k + b, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_value_function_policy_reads_both_heads_from_one_pass(backend, monkeypatch):
+    """The PPO/A2C loss's numbers (V(s), log pi(a|s), entropy) from one API, equal to a numpy
+    reference; on PyTorch each call runs the network's hidden layer once (counted in torch.addmm)."""
+    policy = SharedValueFunctionPolicy(NET, action_space=IntBox(2))
+    test = ComponentTest(policy, input_spaces=dict(nn_inputs=FloatBox(shape=(3,), add_batch_rank=True),
+                                                   actions=IntBox(2, add_batch_rank=True)), backend=backend)
+    x, actions = _states(), np.array([0, 1, 1, 0])
+    h = _hidden(test, x, scope="shared-value-function-policy")
+    kv, bv = _weights(test, "shared-value-function-policy/value-function-node")
+    k, b = _weights(test, "shared-value-function-policy/action-adapter-0/action-layer")
+    log_p = np.log(softmax(h @ k + b))
+    passes = []
+    if backend == "pytorch":  # The hidden layer's matmuls: those with a kernel of 3 input rows.
+        import torch
+        addmm = torch.addmm
+        monkeypatch.setattr(torch, "addmm", lambda bias, x, kernel: passes.append(kernel.shape[0] == 3) or
+                            addmm(bias, x, kernel))
+    values, log_probs, entropies = test.test(("get_state_values_log_prob_and_entropy", [x, actions]))
+    np.testing.assert_allclose(values, h @ kv + bv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(log_probs, log_p[np.arange(4), actions], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(entropies, -(np.exp(log_p) * log_p).sum(-1), rtol=1e-5, atol=1e-5)
+    if backend == "pytorch":
+        assert sum(passes) == 1 and len(passes) == 3  # Hidden layer once; the value and action heads.
 
 
 def test_bad_specs():

@@ -102,19 +102,28 @@ class PolicyGradientCore(AgentCore):
     def get_state_values(self, preprocessed_states):
         return self._values(preprocessed_states)
 
+    def _values_log_probs_entropies(self, states, actions):
+        """(V(s) [B], log pi(a|s) nested, entropies nested); with a value head on the policy's network
+        (no value function of its own), from one pass of that network."""
+        if self.value_function is None:
+            values, log_probs, entropies = self.policy.get_state_values_log_prob_and_entropy(states, actions)
+            return self._graph_fn_squeeze(values), log_probs, entropies
+        log_probs, entropies = self.policy.get_log_prob_and_entropy(states, actions)
+        return self._values(states), log_probs, entropies
+
     @rlgraph_api(no_grad=True)
     def evaluate_transitions(self, preprocessed_states, actions, next_states):
-        log_probs = self._graph_fn_sum_leaves(self.policy.get_log_prob(preprocessed_states, actions))
-        return log_probs, self._values(preprocessed_states), self._values(next_states)
+        values, log_probs, _ = self._values_log_probs_entropies(preprocessed_states, actions)
+        return self._graph_fn_sum_leaves(log_probs), values, self._values(next_states)
 
     # --- Learning -------------------------------------------------------------------------------
     def _losses(self, batch, clip_ratio, weight_entropy):
         """(loss, loss per item [B], policy loss per item [B], value loss per item [B], entropy [B]) of a batch."""
-        log_probs, entropies = self.policy.get_log_prob_and_entropy(batch["states"], batch["actions"])
+        values, log_probs, entropies = self._values_log_probs_entropies(batch["states"], batch["actions"])
         entropy = self._graph_fn_sum_leaves(entropies)
         # One keyed record for the loss: what is computed here and the batch's fields it reads.
         record = {"log_probs": self._graph_fn_sum_leaves(log_probs), "entropy": entropy,
-                  "values": self._values(batch["states"]), "advantages": batch["advantages"],
+                  "values": values, "advantages": batch["advantages"],
                   "value_targets": batch["value_targets"], "weight_entropy": weight_entropy}
         if self.loss_kind == "ppo":
             # The batch's `log_probs` and `values` are the acting weights' (PPO's old policy and values).

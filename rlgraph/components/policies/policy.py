@@ -178,10 +178,25 @@ class Policy(Component):
             return flat[""]
         return self.action_space.unflatten(flat)
 
+    def _adapters_of(self, out, api: str):
+        """key -> adapter.<api>(`out`, the network's output), flat."""
+        return OrderedDict((k, getattr(a, api)(out)) for k, a in self.action_adapters.items())
+
     def _map_adapters(self, api: str, nn_inputs, internal_states):
         """key -> adapter.<api>(network output), flat."""
-        out = self._nn_output(nn_inputs, internal_states)["output"]
-        return OrderedDict((k, getattr(a, api)(out)) for k, a in self.action_adapters.items())
+        return self._adapters_of(self._nn_output(nn_inputs, internal_states)["output"], api)
+
+    def _log_prob_and_entropy_of(self, parameters, actions):
+        """(log pi(actions), entropies), both nested, of the flat distribution `parameters`."""
+        log_probs = OrderedDict((k, d.log_prob(parameters[k], leaf_of(actions, k)))
+                                for k, d in self.distributions.items())
+        entropies = OrderedDict((k, d.entropy(parameters[k])) for k, d in self.distributions.items())
+        return self._nest(log_probs), self._nest(entropies)
+
+    def _logits_probabilities_log_probs_of(self, out):
+        """(logits, probabilities, log_probs), each nested, of the network's output `out`."""
+        flat = self._adapters_of(out, "get_logits_probabilities_log_probs")
+        return tuple(self._nest(OrderedDict((k, v[i]) for k, v in flat.items())) for i in range(3))
 
     def _flat_parameters(self, nn_inputs, internal_states):
         return self._map_adapters("get_parameters", nn_inputs, internal_states)
@@ -251,11 +266,7 @@ class Policy(Component):
     def get_log_prob_and_entropy(self, nn_inputs, actions, internal_states=None):
         """(log pi(actions | nn_inputs), entropies), both nested, from one pass of the network (a
         policy-gradient loss needs both: calling `get_log_prob` and `get_entropy` runs it twice)."""
-        parameters = self._flat_parameters(nn_inputs, internal_states)
-        log_probs = OrderedDict((k, d.log_prob(parameters[k], leaf_of(actions, k)))
-                                for k, d in self.distributions.items())
-        entropies = OrderedDict((k, d.entropy(parameters[k])) for k, d in self.distributions.items())
-        return self._nest(log_probs), self._nest(entropies)
+        return self._log_prob_and_entropy_of(self._flat_parameters(nn_inputs, internal_states), actions)
 
     @rlgraph_api(must_be_complete=False)
     def get_kl_divergence(self, nn_inputs, other_parameters, internal_states=None):
@@ -265,8 +276,7 @@ class Policy(Component):
     @rlgraph_api
     def get_logits_probabilities_log_probs(self, nn_inputs, internal_states=None):
         """(logits, probabilities, log_probs), each nested; FloatBox leaves give (parameters, None, None)."""
-        flat = self._map_adapters("get_logits_probabilities_log_probs", nn_inputs, internal_states)
-        return tuple(self._nest(OrderedDict((k, v[i]) for k, v in flat.items())) for i in range(3))
+        return self._logits_probabilities_log_probs_of(self._nn_output(nn_inputs, internal_states)["output"])
 
     @rlgraph_api
     def get_q_values(self, nn_inputs, internal_states=None):

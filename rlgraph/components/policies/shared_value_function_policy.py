@@ -44,6 +44,8 @@ class SharedValueFunctionPolicy(Policy):
                                         activation=value_activation, scope="value-function-node")
         self.add_components(self.value_network)
 
+    # Each API below runs the shared network once and reads both heads from its output (a conv net's
+    # forward pass is most of a PPO minibatch step's cost).
     @rlgraph_api
     def get_state_values(self, nn_inputs, internal_states=None):
         """V(s) [B, 1]."""
@@ -52,10 +54,20 @@ class SharedValueFunctionPolicy(Policy):
     @rlgraph_api
     def get_state_values_and_parameters(self, nn_inputs, internal_states=None):
         """(V(s) [B, 1], distribution parameters nested like the action space)."""
-        return self.get_state_values(nn_inputs, internal_states), self.get_adapter_outputs(nn_inputs, internal_states)
+        out = self._nn_output(nn_inputs, internal_states)["output"]
+        return self.value_network.apply(out), self._nest(self._adapters_of(out, "get_parameters"))
 
     @rlgraph_api
     def get_state_values_logits_probabilities_log_probs(self, nn_inputs, internal_states=None):
         """(V(s) [B, 1], logits, probabilities, log_probs); the last three as in `Policy`."""
-        logits, probabilities, log_probs = self.get_logits_probabilities_log_probs(nn_inputs, internal_states)
-        return self.get_state_values(nn_inputs, internal_states), logits, probabilities, log_probs
+        out = self._nn_output(nn_inputs, internal_states)["output"]
+        logits, probabilities, log_probs = self._logits_probabilities_log_probs_of(out)
+        return self.value_network.apply(out), logits, probabilities, log_probs
+
+    @rlgraph_api(must_be_complete=False)
+    def get_state_values_log_prob_and_entropy(self, nn_inputs, actions, internal_states=None):
+        """(V(s) [B, 1], log pi(actions | nn_inputs), entropies): what a policy-gradient loss reads,
+        from one pass of the network (the last two nested, as `get_log_prob_and_entropy`'s)."""
+        out = self._nn_output(nn_inputs, internal_states)["output"]
+        log_probs, entropies = self._log_prob_and_entropy_of(self._adapters_of(out, "get_parameters"), actions)
+        return self.value_network.apply(out), log_probs, entropies
