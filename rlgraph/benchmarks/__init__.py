@@ -40,6 +40,8 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
              "Ape-X on Ray: env frames/s of 4 sample workers vs 1 (2 ms env), 1 worker vs SingleThreadedWorker"),
     "impala": ("rlgraph.benchmarks.impala",
                "IMPALA: env frames/s with 1/2/4 actors (threads, Ray), RLlib IMPALA as the peer, time to 450"),
+    "atari": ("rlgraph.benchmarks.atari",
+              "PPO on Pong end to end (configs/ppo_pong.json): env steps/s with sync and async envs vs SB3's PPO"),
     "async-envs": ("rlgraph.benchmarks.async_envs",
                    "env frames/s of 4 Pong envs in subprocesses (AsyncVectorEnv) vs 4 stepped in turn"),
 }

@@ -1,0 +1,171 @@
+"""Atari throughput: env steps/s of PPO on Pong, end to end (acting and learning), rlgraph against
+Stable-Baselines3 with the same hyperparameters and the same number of envs, in one run.
+
+Contenders (each in a process of its own, one after another, `run_isolated`):
+
+- `rlgraph-sync`: the PPO of configs/ppo_pong.json (8 envs x 128 steps, 4 epochs of 256-row
+  minibatches, the Nature CNN; PyTorch) with `training_spec.vectorization` "sync": the worker
+  steps its 8 `AtariEnv`s in turn in its own process (`SequentialVectorEnv`);
+- `rlgraph-async`: the same with "async": the envs in subprocesses (`AsyncVectorEnv`);
+- `sb3-dummy`: SB3's `PPO("CnnPolicy")` with the same hyperparameters on `make_atari_env`
+  ("PongNoFrameskip-v4" with SB3's `AtariWrapper`: no-op starts, frame skip 4 with max-pooling,
+  episodic life, FIRE reset, 84x84 grayscale, clipped rewards) and `VecFrameStack(4)`, its envs in
+  a `DummyVecEnv` (in turn, in its process);
+- `sb3-subproc`: the same in a `SubprocVecEnv` (subprocesses).
+
+Each contender builds its agent and envs untimed, then trains `--steps` env steps (over all envs;
+one env step = 4 emulator frames); the table shows env steps/s, the time in updates, and each
+contender's ratio against `sb3-dummy`. The backend runs `--threads` intra-op threads (default 1, as
+SB3's run). On a 2-core machine the subprocess envs can at best overlap stepping with the learner;
+the target of issue 37 (the fastest rlgraph >= 2x SB3's frames/s) is for a many-core machine. Run:
+
+    rlgraph benchmark atari [--steps 10240] [--threads 1] [--contenders rlgraph-sync sb3-dummy ...] [--quick]
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from rlgraph.benchmarks.common import failed, format_table, make_parser, run_isolated, write_results
+from rlgraph.utils.rlgraph_errors import RLGraphError
+
+SEED = 1
+CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "configs", "ppo_pong.json")
+SB3_ENV_ID = "PongNoFrameskip-v4"
+CONTENDERS = ("rlgraph-sync", "rlgraph-async", "sb3-dummy", "sb3-subproc")
+BASELINE = "sb3-dummy"
+
+
+def ppo_hyperparameters(config: dict) -> Dict[str, Any]:
+    """The SB3 arguments that equal `config`'s PPO (configs/ppo_pong.json): envs, rollout, minibatch,
+    epochs, discount, GAE, clip ranges, loss weights, learning rate (annealed linearly to 0 in
+    both), Adam's epsilon and the gradient norm."""
+    update, training, optimizer = config["update_spec"], config["training_spec"], config["optimizer_spec"]
+    n_envs = training["num_environments"]
+    learning_rate = optimizer["learning_rate"]
+    if not (isinstance(learning_rate, list) and learning_rate[0] == "linear" and learning_rate[2] == 0.0):
+        raise RLGraphError("the Atari benchmark expects a learning rate annealed linearly to 0", where="benchmark atari",
+                           received=repr(learning_rate))
+    return {"n_envs": n_envs, "n_steps": update["batch_size"] // n_envs, "batch_size": update["sample_size"],
+            "n_epochs": update["num_epochs"], "gamma": config["discount"], "gae_lambda": config["gae_lambda"],
+            "clip_range": config["clip_ratio"], "clip_range_vf": config["value_function_clipping"],
+            "ent_coef": config["weight_entropy"], "vf_coef": config["weight_vf"],
+            "learning_rate": learning_rate[1], "adam_epsilon": optimizer["epsilon"],
+            "max_grad_norm": optimizer["clip_grad_norm"]}
+
+
+def _row(name: str, steps: int, wall: float, update_s: float, updates: int) -> dict:
+    return {"contender": name, "env_steps": steps, "wall_s": wall, "steps_per_s": steps / wall,
+            "update_s": update_s, "num_updates": updates}
+
+
+def run_rlgraph(config_path: str, vectorization: str, steps: int, threads: int) -> dict:
+    """Builds the agent and its envs (untimed), then times the worker's `execute_timesteps(steps + n_envs)`:
+    each env's last transition of a rollout is observed after the next step (see `PPOAgent`), so
+    the update of the k-th rollout comes n_envs steps after SB3's; both then do the same updates."""
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    from rlgraph.execution.training import make_agent_and_env, resolve_config, training_envs
+    config = resolve_config(config_path, backend="pytorch", num_timesteps=steps, seed=SEED, overrides=[
+        f'training_spec.vectorization="{vectorization}"', f"execution_spec.torch_num_threads={threads}"])
+    spec = config["training_spec"]
+    agent, env_spec = make_agent_and_env(config)
+    worker = SingleThreadedWorker(agent, training_envs(env_spec, spec, SEED),
+                                  num_environments=spec["num_environments"], seed=SEED)
+    try:
+        wall = time.perf_counter()
+        stats = worker.execute_timesteps(steps + spec["num_environments"])
+        wall = time.perf_counter() - wall
+    finally:
+        worker.terminate()
+    row = _row(f"rlgraph-{vectorization}", int(stats["timesteps_executed"]), wall, stats["update_time"],
+               int(agent.num_gradient_steps))
+    agent.terminate()
+    return row
+
+
+def make_sb3_pong(**kwargs: Any) -> Any:
+    """SB3's Atari env before its wrappers (a module-level function: `SubprocVecEnv`'s processes make
+    it too, and they must register ALE's ids first)."""
+    import ale_py
+    import gymnasium as gym
+    gym.register_envs(ale_py)
+    return gym.make(SB3_ENV_ID, **kwargs)
+
+
+def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
+    """SB3's PPO with `config`'s hyperparameters (`ppo_hyperparameters`) on its own Atari envs, built
+    untimed; times `model.learn(steps)` (the time in updates is that of `model.train()`)."""
+    from rlgraph.benchmarks.sb3_peer import quiet_logger, require_sb3, torch_state
+    from rlgraph.utils.specifiable import load_spec_file
+    sb3 = require_sb3("atari")
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
+    hp = ppo_hyperparameters(load_spec_file(config_path))
+    cls = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}[vec_env]
+    env = VecFrameStack(make_atari_env(make_sb3_pong, n_envs=hp["n_envs"], seed=SEED, vec_env_cls=cls), n_stack=4)
+
+    def linear(start: float):
+        return lambda remaining: remaining * start  # SB3's remaining progress runs from 1 to 0.
+
+    model = sb3.PPO("CnnPolicy", env, n_steps=hp["n_steps"], batch_size=hp["batch_size"], n_epochs=hp["n_epochs"],
+                    gamma=hp["gamma"], gae_lambda=hp["gae_lambda"], clip_range=hp["clip_range"],
+                    clip_range_vf=hp["clip_range_vf"], ent_coef=hp["ent_coef"], vf_coef=hp["vf_coef"],
+                    learning_rate=linear(hp["learning_rate"]), max_grad_norm=hp["max_grad_norm"],
+                    policy_kwargs={"optimizer_kwargs": {"eps": hp["adam_epsilon"]}}, seed=SEED, device="cpu",
+                    verbose=0)
+    train, update_s = model.train, [0.0]
+
+    def timed_train(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return train(*args, **kwargs)
+        finally:
+            update_s[0] += time.perf_counter() - start
+    model.train = timed_train
+    quiet_logger(model)
+    try:
+        with torch_state(threads, False):
+            wall = time.perf_counter()
+            model.learn(total_timesteps=steps)
+            wall = time.perf_counter() - wall
+    finally:
+        env.close()
+    per_epoch = -(-hp["n_envs"] * hp["n_steps"] // hp["batch_size"])
+    return _row(f"sb3-{vec_env}", int(model.num_timesteps), wall, update_s[0], int(model._n_updates) * per_epoch)
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    parser = make_parser("atari", __doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=None, help="env steps per contender (default 10240; quick 2048)")
+    parser.add_argument("--threads", type=int, default=1, help="the backend's intra-op threads (default 1)")
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    parser.add_argument("--config", default=CONFIG_FILE, help="the PPO config (default: configs/ppo_pong.json)")
+    args = parser.parse_args(argv)
+    steps = args.steps or (2048 if args.quick else 10240)
+    if steps < 1:
+        raise RLGraphError("--steps must be >= 1", where="benchmark atari", received=steps)
+    if not os.path.isfile(args.config):
+        raise RLGraphError("the PPO config is missing", where="benchmark atari(--config)", received=args.config,
+                           hint="run from a checkout (configs/ppo_pong.json) or pass --config PATH.")
+    rows = []
+    for name in args.contenders:
+        library, kind = name.split("-", 1)
+        fn = run_rlgraph if library == "rlgraph" else run_sb3
+        result = run_isolated(fn, args.config, kind, steps, args.threads)
+        rows.append(dict(result, contender=name) if failed(result) else result)
+        print(f"{name}: " + (result["error"] if failed(result) else f"{result['steps_per_s']:.1f} env steps/s"),
+              flush=True)
+    by_name = {row["contender"]: row for row in rows if not failed(row)}
+    baseline = by_name.get(BASELINE)
+    for row in by_name.values():
+        row["ratio_vs_sb3"] = row["steps_per_s"] / baseline["steps_per_s"] if baseline else None
+    table = [[row["contender"], f"{row['steps_per_s']:.1f}", f"{row['update_s']:.1f}", f"{row['wall_s']:.1f}",
+              row["num_updates"], "-" if row["ratio_vs_sb3"] is None else f"{row['ratio_vs_sb3']:.2f}x"]
+             if not failed(row) else [row["contender"], row["error"], "", "", "", ""] for row in rows]
+    print(f"PPO on Pong, {steps} env steps per contender, {args.threads} thread(s):")
+    print(format_table(["contender", "env steps/s", "update s", "wall s", "gradient steps", f"vs {BASELINE}"], table))
+    result = {"benchmark": "atari", "steps": steps, "threads": args.threads, "config": args.config, "runs": rows}
+    write_results(result, args.out)
+    return result

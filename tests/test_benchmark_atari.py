@@ -1,0 +1,41 @@
+"""`rlgraph benchmark atari`: PPO on Pong, rlgraph against SB3 with the same hyperparameters."""
+import importlib.util
+import json
+
+import pytest
+from sb3_peer_helpers import needs_sb3
+
+from rlgraph.benchmarks import BENCHMARKS, atari
+from rlgraph.utils.specifiable import load_spec_file
+
+needs_atari = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("ale_py", "cv2")),
+                                 reason="the atari extra (ale-py, OpenCV) is not installed")
+
+
+def test_sb3_gets_the_hyperparameters_of_the_shipped_config():
+    """configs/ppo_pong.json read as SB3's arguments: CleanRL's / the zoo's Atari PPO."""
+    assert BENCHMARKS["atari"][0] == "rlgraph.benchmarks.atari"
+    hp = atari.ppo_hyperparameters(load_spec_file(atari.CONFIG_FILE))
+    assert hp == {"n_envs": 8, "n_steps": 128, "batch_size": 256, "n_epochs": 4, "gamma": 0.99, "gae_lambda": 0.95,
+                  "clip_range": 0.1, "clip_range_vf": 0.1, "ent_coef": 0.01, "vf_coef": 0.5,
+                  "learning_rate": 0.00025, "adam_epsilon": 1e-05, "max_grad_norm": 0.5}
+
+
+@needs_sb3
+@needs_atari
+def test_a_tiny_run_times_rlgraph_and_sb3_with_the_same_updates(tmp_path):
+    """2 envs x 8 steps, minibatches of 8, one epoch: 32 env steps are 2 rollouts of 2 gradient steps."""
+    config = load_spec_file(atari.CONFIG_FILE)
+    config["update_spec"] = {"batch_size": 16, "sample_size": 8, "num_epochs": 1}
+    config["training_spec"]["num_environments"] = 2
+    path = tmp_path / "ppo_pong_tiny.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "atari.json"
+    result = atari.main(["--steps", "32", "--config", str(path), "--contenders", "rlgraph-sync", "sb3-subproc",
+                         "--out", str(out)])
+    runs = {run["contender"]: run for run in result["runs"]}
+    assert set(runs) == {"rlgraph-sync", "sb3-subproc"}, result["runs"]
+    assert runs["sb3-subproc"]["env_steps"] == 32 and runs["rlgraph-sync"]["env_steps"] == 34
+    assert runs["rlgraph-sync"]["num_updates"] == runs["sb3-subproc"]["num_updates"] == 4
+    assert all(run["steps_per_s"] > 0 and run["ratio_vs_sb3"] is None for run in runs.values())  # (No sb3-dummy.)
+    assert json.loads(out.read_text())["steps"] == 32
