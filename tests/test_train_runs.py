@@ -409,3 +409,17 @@ def test_evaluations_run_on_the_evaluation_settings_of_the_env(monkeypatch):
     assert len(summary["evaluations"]) == 2
     episodic = [spec.get("episodic_life") for spec in made if isinstance(spec, dict)]
     assert episodic == [True, False], made  # The training worker's, then the evaluator's.
+
+
+def test_an_evaluation_updates_the_best_return_and_the_solved_step():
+    run = LoopState(steps=100, evaluations=[(100, 5.0)])
+    assert run.note_evaluation(False) and run.best_return == 5.0 and run.solved_at is None
+    run.steps = 200
+    run.evaluations.append((200, 3.0))
+    assert not run.note_evaluation(True) and run.best_return == 5.0 and run.solved_at == 200
+    run.steps = 300
+    run.evaluations.append((300, 5.0))  # Equal is not better: the earlier best checkpoint stays.
+    assert not run.note_evaluation(True) and run.solved_at == 200
+    run.evaluations.append((400, float("nan")))
+    assert not run.note_evaluation(False) and run.best_return == 5.0
+    assert not LoopState(steps=10).note_evaluation(False)  # No evaluation (a rank that does not evaluate).

@@ -97,7 +97,7 @@ def make_sb3_pong(**kwargs: Any) -> Any:
 def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
     """SB3's PPO with `config`'s hyperparameters (`ppo_hyperparameters`) on its own Atari envs, built
     untimed; times `model.learn(steps)` (the time in updates is that of `model.train()`)."""
-    from rlgraph.benchmarks.sb3_peer import quiet_logger, require_sb3, torch_state
+    from rlgraph.benchmarks.sb3_peer import require_sb3, timed_learn
     from rlgraph.utils.specifiable import load_spec_file
     sb3 = require_sb3("atari")
     from stable_baselines3.common.env_util import make_atari_env
@@ -115,25 +115,12 @@ def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
                     learning_rate=linear(hp["learning_rate"]), max_grad_norm=hp["max_grad_norm"],
                     policy_kwargs={"optimizer_kwargs": {"eps": hp["adam_epsilon"]}}, seed=SEED, device="cpu",
                     verbose=0)
-    train, update_s = model.train, [0.0]
-
-    def timed_train(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return train(*args, **kwargs)
-        finally:
-            update_s[0] += time.perf_counter() - start
-    model.train = timed_train
-    quiet_logger(model)
     try:
-        with torch_state(threads, False):
-            wall = time.perf_counter()
-            model.learn(total_timesteps=steps)
-            wall = time.perf_counter() - wall
+        wall, _, update_s = timed_learn(model, steps, threads, False)
     finally:
         env.close()
     per_epoch = -(-hp["n_envs"] * hp["n_steps"] // hp["batch_size"])
-    return _row(f"sb3-{vec_env}", int(model.num_timesteps), wall, update_s[0], int(model._n_updates) * per_epoch)
+    return _row(f"sb3-{vec_env}", int(model.num_timesteps), wall, update_s, int(model._n_updates) * per_epoch)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:

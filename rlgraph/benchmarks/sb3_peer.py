@@ -183,6 +183,17 @@ def run_sb3(model: Any, env_id: str, steps: int, seed: int, threads: int, eval_e
     Returns:
         The row of library "sb3".
     """
+    wall, cpu, update_s = timed_learn(model, steps, threads, flush_denormal)
+    with torch_state(threads, flush_denormal):
+        final = greedy_return(env_id, lambda obs: to_env_action(model.predict(obs, deterministic=True)[0]),
+                              seed + EVAL_SEED_OFFSET, eval_episodes)
+    model.get_env().close()
+    return make_row(SB3, seed, wall, cpu, int(model.num_timesteps), int(updates(model)), final, update_s)
+
+
+def timed_learn(model: Any, steps: int, threads: int, flush_denormal: bool) -> Tuple[float, float, float]:
+    """(wall s, CPU s, s in `model.train()`) of SB3's `model.learn(steps)`, with `threads` torch threads
+    and SB3's logger quiet; `learn` calls `train()` after each rollout."""
     train, update_s = model.train, [0.0]
 
     def timed_train(*args, **kwargs):
@@ -194,15 +205,13 @@ def run_sb3(model: Any, env_id: str, steps: int, seed: int, threads: int, eval_e
 
     model.train = timed_train  # An instance attribute: `learn` calls `self.train()`.
     quiet_logger(model)
-    with torch_state(threads, flush_denormal):
-        wall, cpu = time.perf_counter(), time.process_time()
-        model.learn(total_timesteps=steps)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        final = greedy_return(env_id, lambda obs: to_env_action(model.predict(obs, deterministic=True)[0]),
-                              seed + EVAL_SEED_OFFSET, eval_episodes)
-    del model.train
-    model.get_env().close()
-    return make_row(SB3, seed, wall, cpu, int(model.num_timesteps), int(updates(model)), final, update_s[0])
+    try:
+        with torch_state(threads, flush_denormal):
+            wall, cpu = time.perf_counter(), time.process_time()
+            model.learn(total_timesteps=steps)
+            return time.perf_counter() - wall, time.process_time() - cpu, update_s[0]
+    finally:
+        del model.train
 
 
 def compare(args: argparse.Namespace, name: str, env_id: str, hp: Dict[str, Any], target_ratios: Dict[str, float],

@@ -126,11 +126,7 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
                 with executor.learner.lock:  # The learner thread updates this agent.
                     executor.sync_local_agent()  # (Learners on Ray: rank 0's weights into this agent.)
                     solved = evaluate_greedily(evaluator, spec, run.steps, logs, run.evaluations)
-                if solved and run.solved_at is None:
-                    run.solved_at = run.steps
-                mean_return = run.evaluations[-1][1] if run.evaluations else math.nan
-                if not math.isnan(mean_return) and (run.best_return is None or mean_return > run.best_return):
-                    run.best_return = mean_return
+                run.note_evaluation(solved)
             if logs and run.steps >= run.next_checkpoint:
                 run.next_checkpoint = (run.steps // spec["checkpoint_interval"] + 1) * spec["checkpoint_interval"]
                 logs.periodic_checkpoint(run.steps, executor.store_checkpoint, run)

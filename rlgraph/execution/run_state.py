@@ -60,6 +60,18 @@ class LoopState:
     solved_at: Optional[int] = None
     last_update_timestep: Optional[int] = None
 
+    def note_evaluation(self, solved: bool) -> bool:
+        """After an evaluation was appended to `evaluations` at step `steps`: records the step at which
+        one first reached `stop_at_return` (`solved`), and whether its mean return is the best so far
+        (then `best_return` becomes it and True is returned)."""
+        if solved and self.solved_at is None:
+            self.solved_at = self.steps
+        mean_return = self.evaluations[-1][1] if self.evaluations else math.nan
+        if math.isnan(mean_return) or (self.best_return is not None and mean_return <= self.best_return):
+            return False
+        self.best_return = mean_return
+        return True
+
     def to_json(self) -> Dict[str, Any]:
         value = asdict(self)
         value["evaluations"] = [[int(s), float(r)] for s, r in self.evaluations]

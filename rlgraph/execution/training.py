@@ -261,13 +261,8 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
                         else False
                     if group is not None:
                         solved = agree(solved, group)
-                    if solved and run.solved_at is None:
-                        run.solved_at = run.steps
-                    mean_return = run.evaluations[-1][1] if run.evaluations else math.nan
-                    if not math.isnan(mean_return) and (run.best_return is None or mean_return > run.best_return):
-                        run.best_return = mean_return
-                        if logs:
-                            logs.best_checkpoint(run.steps, mean_return, store)
+                    if run.note_evaluation(solved) and logs:
+                        logs.best_checkpoint(run.steps, run.best_return, store)
                 if videos is not None:
                     videos.maybe_record(run.steps)
                 if run.steps >= run.next_checkpoint:
