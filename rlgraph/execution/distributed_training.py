@@ -14,7 +14,8 @@ single-process run (see `training.py`):
 `rlgraph train --resume RUN_DIR` continues such a run from its newest checkpoint: the executor
 loads it (learner or learner group, replay shards, counters; the workers and actors get its
 weights) and the loop goes on from the checkpoint's state, appending to the run's logs. The
-workers start fresh episodes (seeded with `seed + N` at step N); an IMPALA run's queued rollouts were not kept (the actors refill it).
+workers start fresh episodes (seeded with `seed + N` at step N); an IMPALA run's queued rollouts
+were not kept (the actors refill the queue).
 
 The executor runs in chunks of at most `log_interval` env steps (`execute_workload`). Between
 chunks the driver logs, evaluates greedily on the learner's agent (holding the learner's lock,
