@@ -20,7 +20,8 @@ def _modules_starting_ray():
 def test_every_module_that_starts_ray_is_in_the_serial_ray_group():
     found = _modules_starting_ray()
     assert found, "the pattern found no Ray test module at all: it no longer matches how tests start Ray"
-    assert found - RAY_MODULES == set(), f"modules that start Ray but are not in conftest's RAY_MODULES: {found - RAY_MODULES}"
+    assert found - RAY_MODULES == set(), \
+        f"modules that start Ray but are not in conftest's RAY_MODULES: {found - RAY_MODULES}"
     assert RAY_MODULES - found == set(), f"RAY_MODULES lists modules that start no Ray: {RAY_MODULES - found}"
 
 

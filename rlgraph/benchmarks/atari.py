@@ -46,8 +46,8 @@ def ppo_hyperparameters(config: dict) -> Dict[str, Any]:
     n_envs = training["num_environments"]
     learning_rate = optimizer["learning_rate"]
     if not (isinstance(learning_rate, list) and learning_rate[0] == "linear" and learning_rate[2] == 0.0):
-        raise RLGraphError("the Atari benchmark expects a learning rate annealed linearly to 0", where="benchmark atari",
-                           received=repr(learning_rate))
+        raise RLGraphError("the Atari benchmark expects a learning rate annealed linearly to 0",
+                           where="benchmark atari", received=repr(learning_rate))
     return {"n_envs": n_envs, "n_steps": update["batch_size"] // n_envs, "batch_size": update["sample_size"],
             "n_epochs": update["num_epochs"], "gamma": config["discount"], "gae_lambda": config["gae_lambda"],
             "clip_range": config["clip_ratio"], "clip_range_vf": config["value_function_clipping"],

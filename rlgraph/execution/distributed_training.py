@@ -75,7 +75,8 @@ def train_distributed(config: dict, output_dir: Optional[str] = None, progress: 
 
     Returns:
         The summary of `training.train`, plus num_updates (learner updates), updates_per_second,
-        num_learners (`execution_spec.num_learners`: learner actors on Ray when > 1), mean_policy_lag, restarts, records_lost and executor_statistics (the last workload's).
+        num_learners (`execution_spec.num_learners`: learner actors on Ray when > 1), mean_policy_lag,
+        restarts, records_lost and executor_statistics (the last workload's).
     """
     from rlgraph.execution.env_ids import evaluation_env_spec
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
