@@ -153,13 +153,13 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid):
             return (self.groups or {}).get(nodeid) or super()._split_scope(nodeid)
 
-        def _assign_work_unit(self, node):
-            if not self.longest_first:  # Before the first unit leaves: the longest units first.
-                self.workqueue = longest_first(self.workqueue, load_durations(DURATIONS_FILE))
-                self.longest_first = True
-            super()._assign_work_unit(node)
+        ordered = False  # Whether the work queue is in longest-first order yet.
 
-        longest_first = False
+        def _assign_work_unit(self, node):
+            if not self.ordered:  # Before the first unit leaves: the longest units first.
+                self.workqueue = longest_first(self.workqueue, load_durations(DURATIONS_FILE))
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return GroupFileScheduling(config, log)
 
