@@ -39,3 +39,17 @@ def test_a_tiny_run_times_rlgraph_and_sb3_with_the_same_updates(tmp_path):
     assert runs["rlgraph-sync"]["num_updates"] == runs["sb3-subproc"]["num_updates"] == 4
     assert all(run["steps_per_s"] > 0 and run["ratio_vs_sb3"] is None for run in runs.values())  # (No sb3-dummy.)
     assert json.loads(out.read_text())["steps"] == 32
+
+
+@needs_sb3
+@needs_atari
+def test_a_tiny_dqn_run_gives_both_libraries_the_same_updates(tmp_path, monkeypatch):
+    """Learning from step 140 (rlgraph's memory, which configs/dqn_pong.json fills through an observe
+    buffer of 100 records, holds a batch of 32 by then), a batch every 4 steps: 200 env steps are 15
+    gradient steps in both."""
+    monkeypatch.setattr(atari, "DQN_AS_SB3", dict(atari.DQN_AS_SB3, update_spec=dict(
+        atari.DQN_AS_SB3["update_spec"], steps_before_update=140)))
+    rows = {name: atari.run_dqn_rlgraph(atari.DQN_CONFIG_FILE, 200, 1) if name == "dqn-rlgraph" else
+            atari.run_dqn_sb3(atari.DQN_CONFIG_FILE, 200, 1) for name in atari.DQN_CONTENDERS}
+    assert {name: (row["env_steps"], row["num_updates"]) for name, row in rows.items()} == {
+        "dqn-rlgraph": (200, 15), "dqn-sb3": (200, 15)}

@@ -41,7 +41,7 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "impala": ("rlgraph.benchmarks.impala",
                "IMPALA: env frames/s with 1/2/4 actors (threads, Ray), RLlib IMPALA as the peer, time to 450"),
     "atari": ("rlgraph.benchmarks.atari",
-              "PPO on Pong end to end (configs/ppo_pong.json): env steps/s with sync and async envs vs SB3's PPO"),
+              "PPO (sync, async envs) and DQN on Pong end to end: env steps/s vs SB3's PPO and DQN"),
     "async-envs": ("rlgraph.benchmarks.async_envs",
                    "env frames/s of 4 Pong envs in subprocesses (AsyncVectorEnv) vs 4 stepped in turn"),
 }

@@ -1,7 +1,7 @@
-"""Atari throughput: env steps/s of PPO on Pong, end to end (acting and learning), rlgraph against
-Stable-Baselines3 with the same hyperparameters and the same number of envs, in one run.
+"""Atari throughput: env steps/s of PPO and DQN on Pong, end to end (acting and learning), rlgraph
+against Stable-Baselines3 with the same hyperparameters and the same number of envs, in one run.
 
-Contenders (each in a process of its own, one after another, `run_isolated`):
+PPO contenders (each in a process of its own, one after another, `run_isolated`):
 
 - `rlgraph-sync`: the PPO of configs/ppo_pong.json (8 envs x 128 steps, 4 epochs of 256-row
   minibatches, the Nature CNN; PyTorch) with `training_spec.vectorization` "sync": the worker
@@ -13,13 +13,20 @@ Contenders (each in a process of its own, one after another, `run_isolated`):
   a `DummyVecEnv` (in turn, in its process);
 - `sb3-subproc`: the same in a `SubprocVecEnv` (subprocesses).
 
+DQN contenders (`--algos dqn`), one env each, as SB3's DQN runs: the DQN of configs/dqn_pong.json
+made the DQN SB3 has (`DQN_AS_SB3`: no dueling, double Q or n-step, a uniform replay of
+`DQN_BUFFER` records, Huber loss, Adam 1e-4, a batch of 32 every 4 steps, target sync every 1,000,
+learning from step `DQN_LEARNING_STARTS` so that a short run is mostly learning), `dqn-rlgraph`,
+against SB3's `DQN("CnnPolicy")` with the same settings, `dqn-sb3`.
+
 Each contender builds its agent and envs untimed, then trains `--steps` env steps (over all envs;
 one env step = 4 emulator frames); the table shows env steps/s, the time in updates, and each
 contender's ratio against `sb3-dummy`. The backend runs `--threads` intra-op threads (default 1, as
 SB3's run). On a 2-core machine the subprocess envs can at best overlap stepping with the learner;
 the target of issue 37 (the fastest rlgraph >= 2x SB3's frames/s) is for a many-core machine. Run:
 
-    rlgraph benchmark atari [--steps 10240] [--threads 1] [--contenders rlgraph-sync sb3-dummy ...] [--quick]
+    rlgraph benchmark atari [--algos ppo dqn] [--steps 10240] [--dqn-steps 5000] [--threads 1]
+                            [--contenders rlgraph-sync sb3-dummy dqn-rlgraph dqn-sb3 ...] [--quick]
 """
 from __future__ import annotations
 
@@ -34,8 +41,19 @@ SEED = 1
 CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "configs", "ppo_pong.json")
 SB3_ENV_ID = "PongNoFrameskip-v4"
-CONTENDERS = ("rlgraph-sync", "rlgraph-async", "sb3-dummy", "sb3-subproc")
-BASELINE = "sb3-dummy"
+DQN_CONFIG_FILE = os.path.join(os.path.dirname(CONFIG_FILE), "dqn_pong.json")
+PPO_CONTENDERS = ("rlgraph-sync", "rlgraph-async", "sb3-dummy", "sb3-subproc")
+DQN_CONTENDERS = ("dqn-rlgraph", "dqn-sb3")
+CONTENDERS = PPO_CONTENDERS + DQN_CONTENDERS
+BASELINES = {"ppo": "sb3-dummy", "dqn": "dqn-sb3"}
+DQN_BUFFER, DQN_LEARNING_STARTS = 10_000, 1_000
+# configs/dqn_pong.json made the DQN of SB3 (whose DQN has no dueling, double Q, n-step or prioritized
+# replay), learning early: the settings both libraries get.
+DQN_AS_SB3 = {"dueling_q": False, "double_q": False, "n_step": 1, "huber_loss": True,
+              "memory_spec": {"type": "replay-memory", "capacity": DQN_BUFFER},
+              "update_spec": {"update_interval": 4, "steps_before_update": DQN_LEARNING_STARTS, "batch_size": 32,
+                              "sync_interval": 1000, "update_steps": 1},
+              "optimizer_spec": {"type": "adam", "learning_rate": 0.0001}}
 
 
 def ppo_hyperparameters(config: dict) -> Dict[str, Any]:
@@ -123,36 +141,104 @@ def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
     return _row(f"sb3-{vec_env}", int(model.num_timesteps), wall, update_s, int(model._n_updates) * per_epoch)
 
 
+def run_dqn_rlgraph(config_path: str, steps: int, threads: int) -> dict:
+    """rlgraph's DQN of `config_path` with `DQN_AS_SB3` on one env: built untimed, then
+    `execute_timesteps(steps)` timed."""
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    from rlgraph.execution.training import make_agent_and_env, resolve_config
+    from rlgraph.utils.specifiable import load_spec_file
+    config = dict(load_spec_file(config_path), **DQN_AS_SB3)
+    config["policy_spec"] = None
+    config["execution_spec"] = dict(config.get("execution_spec", {}), torch_num_threads=threads)
+    config["training_spec"] = dict(config["training_spec"], num_environments=1)
+    config = resolve_config(config, backend="pytorch", num_timesteps=steps, seed=SEED)
+    agent, env_spec = make_agent_and_env(config)
+    worker = SingleThreadedWorker(agent, env_spec, num_environments=1, seed=SEED)
+    try:
+        wall = time.perf_counter()
+        stats = worker.execute_timesteps(steps)
+        wall = time.perf_counter() - wall
+    finally:
+        worker.terminate()
+    row = _row("dqn-rlgraph", int(stats["timesteps_executed"]), wall, stats["update_time"], int(agent.num_updates))
+    agent.terminate()
+    return row
+
+
+def run_dqn_sb3(config_path: str, steps: int, threads: int) -> dict:
+    """SB3's DQN with `DQN_AS_SB3`'s settings (its exploration: `config_path`'s linear decay) on one
+    `make_atari_env` env with 4 stacked frames; built untimed, `model.learn(steps)` timed."""
+    from rlgraph.benchmarks.sb3_peer import require_sb3, timed_learn
+    from rlgraph.utils.specifiable import load_spec_file
+    sb3 = require_sb3("atari")
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+    config = load_spec_file(config_path)
+    decay = config["exploration_spec"]["epsilon_spec"]["decay_spec"]
+    update = DQN_AS_SB3["update_spec"]
+    env = VecFrameStack(make_atari_env(make_sb3_pong, n_envs=1, seed=SEED), n_stack=4)
+    model = sb3.DQN("CnnPolicy", env, learning_rate=DQN_AS_SB3["optimizer_spec"]["learning_rate"],
+                    buffer_size=DQN_BUFFER, learning_starts=update["steps_before_update"],
+                    batch_size=update["batch_size"], gamma=config["discount"], train_freq=update["update_interval"],
+                    gradient_steps=update["update_steps"], target_update_interval=update["sync_interval"],
+                    exploration_fraction=decay["stop_percentage"], exploration_initial_eps=decay["from"],
+                    exploration_final_eps=decay["to"], max_grad_norm=config["optimizer_spec"]["clip_grad_norm"],
+                    optimize_memory_usage=False, seed=SEED, device="cpu", verbose=0)
+    try:
+        wall, _, update_s = timed_learn(model, steps, threads, False)
+    finally:
+        env.close()
+    return _row("dqn-sb3", int(model.num_timesteps), wall, update_s, int(model._n_updates))
+
+
 def main(argv: Optional[List[str]] = None) -> dict:
     parser = make_parser("atari", __doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=None, help="env steps per contender (default 10240; quick 2048)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="PPO env steps per contender (default 10240; quick 2048)")
+    parser.add_argument("--dqn-steps", type=int, default=None,
+                        help=f"DQN env steps per contender (default 5000; quick 1500; learning from step "
+                             f"{DQN_LEARNING_STARTS})")
     parser.add_argument("--threads", type=int, default=1, help="the backend's intra-op threads (default 1)")
     parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
     parser.add_argument("--config", default=CONFIG_FILE, help="the PPO config (default: configs/ppo_pong.json)")
+    parser.add_argument("--dqn-config", default=DQN_CONFIG_FILE, help="the DQN config (default: configs/dqn_pong.json)")
     args = parser.parse_args(argv)
-    steps = args.steps or (2048 if args.quick else 10240)
-    if steps < 1:
-        raise RLGraphError("--steps must be >= 1", where="benchmark atari", received=steps)
-    if not os.path.isfile(args.config):
-        raise RLGraphError("the PPO config is missing", where="benchmark atari(--config)", received=args.config,
-                           hint="run from a checkout (configs/ppo_pong.json) or pass --config PATH.")
+    steps = {"ppo": args.steps or (2048 if args.quick else 10240),
+             "dqn": args.dqn_steps or (1500 if args.quick else 5000)}
+    configs = {"ppo": args.config, "dqn": args.dqn_config}
+    for algo in {_algo(name) for name in args.contenders}:
+        if steps[algo] < 1:
+            raise RLGraphError(f"the {algo.upper()} steps must be >= 1", where="benchmark atari", received=steps[algo])
+        if not os.path.isfile(configs[algo]):
+            raise RLGraphError(f"the {algo.upper()} config is missing", where="benchmark atari", received=configs[algo],
+                               hint="run from a checkout (configs/) or pass --config / --dqn-config PATH.")
     rows = []
     for name in args.contenders:
-        library, kind = name.split("-", 1)
-        fn = run_rlgraph if library == "rlgraph" else run_sb3
-        result = run_isolated(fn, args.config, kind, steps, args.threads)
-        rows.append(dict(result, contender=name) if failed(result) else result)
+        algo = _algo(name)
+        if algo == "dqn":
+            fn, call_args = (run_dqn_rlgraph if name == "dqn-rlgraph" else run_dqn_sb3), ()
+        else:
+            library, kind = name.split("-", 1)
+            fn, call_args = (run_rlgraph if library == "rlgraph" else run_sb3), (kind,)
+        result = run_isolated(fn, configs[algo], *call_args, steps[algo], args.threads)
+        rows.append(dict(result, contender=name) if failed(result) else dict(result, algo=algo))
         print(f"{name}: " + (result["error"] if failed(result) else f"{result['steps_per_s']:.1f} env steps/s"),
               flush=True)
     by_name = {row["contender"]: row for row in rows if not failed(row)}
-    baseline = by_name.get(BASELINE)
     for row in by_name.values():
+        baseline = by_name.get(BASELINES[row["algo"]])
         row["ratio_vs_sb3"] = row["steps_per_s"] / baseline["steps_per_s"] if baseline else None
     table = [[row["contender"], f"{row['steps_per_s']:.1f}", f"{row['update_s']:.1f}", f"{row['wall_s']:.1f}",
               row["num_updates"], "-" if row["ratio_vs_sb3"] is None else f"{row['ratio_vs_sb3']:.2f}x"]
              if not failed(row) else [row["contender"], row["error"], "", "", "", ""] for row in rows]
-    print(f"PPO on Pong, {steps} env steps per contender, {args.threads} thread(s):")
-    print(format_table(["contender", "env steps/s", "update s", "wall s", "gradient steps", f"vs {BASELINE}"], table))
-    result = {"benchmark": "atari", "steps": steps, "threads": args.threads, "config": args.config, "runs": rows}
+    print(f"Pong: PPO {steps['ppo']} / DQN {steps['dqn']} env steps per contender, {args.threads} thread(s); "
+          f"ratios against {BASELINES['ppo']} (PPO) and {BASELINES['dqn']} (DQN):")
+    print(format_table(["contender", "env steps/s", "update s", "wall s", "gradient steps", "vs SB3"], table))
+    result = {"benchmark": "atari", "steps": steps["ppo"], "dqn_steps": steps["dqn"], "threads": args.threads,
+              "config": args.config, "dqn_config": args.dqn_config, "runs": rows}
     write_results(result, args.out)
     return result
+
+
+def _algo(contender: str) -> str:
+    return "dqn" if contender in DQN_CONTENDERS else "ppo"
