@@ -26,6 +26,8 @@ class SharedValueFunctionPolicy(Policy):
         get_state_values: V(s) [B, 1].
         get_state_values_and_parameters: (V(s) [B, 1], parameters nested like the action space).
         get_state_values_logits_probabilities_log_probs: (V(s), logits, probabilities, log_probs).
+        get_state_values_log_prob_and_entropy(nn_inputs, actions): (V(s), log pi(actions), entropies).
+    Each reads both heads from one pass of the network.
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox, IntBox
