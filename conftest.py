@@ -14,10 +14,24 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
-import pytest
+# One backend thread per worker process of a parallel run: the workers already share the cores among
+# themselves, and thread pools sized for the whole machine in every worker (torch's OpenMP, TF's two
+# pools, OpenBLAS) only oversubscribe them; their waiting threads spin on cores another worker needs
+# (measured on 2 cores: the agent test modules took 10% less CPU time). pytest-xdist names the worker
+# in the environment before this file is imported, so this comes before numpy, torch and TF start
+# their pools; the processes the tests start (seed workers, Ray, subprocesses) inherit it. A variable
+# that is already set wins; a test that sets its own thread counts (execution_spec.torch_num_threads,
+# tf_num_threads) still gets them.
+WORKER_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                           "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in WORKER_THREAD_VARIABLES:
+        os.environ.setdefault(_name, "1")
 
-import rlgraph.spaces
+import numpy as np  # noqa: E402 - after the thread variables (see above)
+import pytest  # noqa: E402
+
+import rlgraph.spaces  # noqa: E402
 
 # Each worker imports TensorFlow and PyTorch (about 1.5 GiB resident) and some tests start more
 # processes of their own: a local Ray with its actors, the learning tests' one process per seed (up to

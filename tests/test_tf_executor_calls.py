@@ -157,6 +157,7 @@ def test_flat_calls_of_an_agent_equal_public_calls():
 def test_tf_num_threads_sizes_both_thread_pools():
     """tf_num_threads=1 means one thread: TF's inter-op pool otherwise has one thread per core. TF fixes
     its pools when its runtime starts, so this runs in a fresh process."""
+    import os
     import subprocess
     import sys
     script = ("import numpy as np, tensorflow as tf\n"
@@ -168,6 +169,8 @@ def test_tf_num_threads_sizes_both_thread_pools():
               "agent.get_action(np.zeros((1, 4), np.float32))\n"
               "print(tf.config.threading.get_intra_op_parallelism_threads(),"
               " tf.config.threading.get_inter_op_parallelism_threads())\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    # (Without the thread variables a parallel test run sets for its workers: TF alone would obey those.)
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-2:] == ["1", "1"]
