@@ -37,7 +37,9 @@ def test_quick_study_writes_runs_summary_and_plot(backend, tmp_path):
 
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
 def test_quick_study_of_ppo_and_sac(algo, tmp_path):
-    result = learning.main(["--quick", "--algo", algo, "--peer", "none", "--jobs", "2",
+    # (One process runs both seeds: the parallel path is the test above's; each spawned process costs
+    # its imports, about 7 s of CPU.)
+    result = learning.main(["--quick", "--algo", algo, "--peer", "none", "--jobs", "1",
                             "--out", str(tmp_path / "study.json")])
     assert set(result["summary"]) == {"rlgraph-pytorch/baseline"}
     for run in result["runs"]:
