@@ -8,6 +8,9 @@ command line may make rlgraph import.
 - A hook named in a config file may come only from a module imported already, from rlgraph, from
   an `rlgraph.hooks` entry point, or from an installed distribution that requires rlgraph; a
   `__main__` module is refused from every source.
+- A dotted spec "type" ("package.module.Class", in any spec: a config, a spec file, a checkpoint's
+  config.json) follows the same rule, without the entry points (from every source: a spec does
+  not say where it came from).
 
 Every "evil" module here writes a marker file when it is imported: the tests check that it never is.
 """
@@ -18,6 +21,7 @@ import sys
 import pytest
 
 from rlgraph.cli.main import main
+from rlgraph.utils.module_imports import TRUSTED_MODULES_VARIABLE
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 pytest.importorskip("gymnasium")
@@ -240,3 +244,133 @@ def test_config_hooks_come_from_declared_packages(tmp_path, monkeypatch, require
     finally:
         for module in (name, f"{name}.hooks"):
             sys.modules.pop(module, None)
+
+
+# --- Dotted spec types -------------------------------------------------------------------------------------------
+# A config's "type": "package.module.Class" is resolved by importing the module, and importing runs its top-level
+# code. The same rule as for hooks named in a config decides which modules may be imported for it.
+COMPONENT_SOURCE = "from rlgraph.components import Component\n\nclass Planted(Component):\n    pass\n"
+
+
+def _planted_module(tmp_path, name):
+    """A module file `name`.py on sys.path (as one lying next to a config or in the working directory
+    would be) that defines a Component subclass and writes a marker when it is imported."""
+    marker = tmp_path / f"{name}.marker"
+    (tmp_path / f"{name}.py").write_text(EVIL_SOURCE.format(marker=str(marker)) + COMPONENT_SOURCE)
+    return marker
+
+
+@pytest.mark.parametrize("spec_of", [lambda n: {"type": f"{n}.Planted"}, lambda n: f"{n}.Planted",
+                                     lambda n: {"type": "dqn", "network_spec": [{"type": f"{n}.Planted"}]}])
+def test_a_dotted_type_never_imports_a_module_lying_around(tmp_path, monkeypatch, spec_of):
+    from rlgraph.agents import Agent
+    from rlgraph.components import Component
+    name = "rlgraph_test_planted_spec_module"
+    marker = _planted_module(tmp_path, name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(TRUSTED_MODULES_VARIABLE, "")  # (Restored afterwards: trust lasts as long as the process.)
+    spec = spec_of(name)
+    family = Agent if isinstance(spec, dict) and spec.get("type") == "dqn" else Component
+    try:
+        with pytest.raises(RLGraphSpecError, match="imported already") as error:
+            family.from_spec(spec, **({"state_space": {"type": "float-box", "shape": [2]},
+                                       "action_space": {"type": "int-box", "high": 2}} if family is Agent else {}))
+        message = str(error.value)
+        assert f"{name}.Planted" in message and f"import {name}" in message  # The hint says what to do.
+        assert not marker.exists() and name not in sys.modules
+        # Imported by the user's own code first, the same spec resolves (and nothing is imported for it).
+        module = __import__(name)
+        marker.unlink()
+        assert isinstance(Component.from_spec({"type": f"{name}.Planted"}), module.Planted)
+        assert not marker.exists()
+    finally:
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("requires, allowed", [((), False), (("numpy>=1",), False), (("rlgraph>=0.1",), True)])
+def test_a_dotted_type_may_import_an_installed_package_made_for_rlgraph(tmp_path, monkeypatch, requires, allowed):
+    from rlgraph.components import Component
+    name = f"rlgraph_test_spec_dist_{len(requires)}_{allowed}"
+    marker = _distribution(tmp_path, name, requires)
+    (tmp_path / name / "layers.py").write_text(COMPONENT_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(TRUSTED_MODULES_VARIABLE, "")
+    try:
+        if allowed:
+            assert type(Component.from_spec({"type": f"{name}.layers.Planted"})).__name__ == "Planted"
+        else:
+            with pytest.raises(RLGraphSpecError, match="imported already"):
+                Component.from_spec({"type": f"{name}.layers.Planted"})
+            assert f"{name}.layers" not in sys.modules and name not in sys.modules
+        assert not marker.exists()  # (The package's hooks module was never named.)
+    finally:
+        for module in (name, f"{name}.layers"):
+            sys.modules.pop(module, None)
+
+
+def test_a_dotted_type_in_a_main_module_is_refused(monkeypatch):
+    from rlgraph.components import Component
+    monkeypatch.delitem(sys.modules, "certifi.__main__", raising=False)
+    with pytest.raises(RLGraphSpecError, match="__main__"):
+        Component.from_spec({"type": "certifi.__main__.Component"})
+    assert "certifi.__main__" not in sys.modules
+
+
+def test_rlgraph_train_refuses_a_dotted_type_of_a_module_lying_around(tmp_path, monkeypatch, capsys):
+    """`rlgraph train` with a config naming a planted module: exit status 2, nothing imported."""
+    name = "rlgraph_test_planted_cli_module"
+    marker = _planted_module(tmp_path, name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(TRUSTED_MODULES_VARIABLE, "")
+    config = _config(tmp_path, "CartPole-v1")
+    with open(config) as handle:
+        spec = json.load(handle)
+    spec["network_spec"] = [{"type": f"{name}.Planted"}]
+    with open(config, "w") as handle:
+        json.dump(spec, handle)
+    try:
+        assert _train(config, tmp_path / "run") == 2
+        assert "imported already" in capsys.readouterr().err
+        assert not marker.exists() and name not in sys.modules
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_an_async_vector_env_of_a_user_env_class_the_parent_imported(tmp_path, monkeypatch):
+    """A dotted env type of a module the user's code imported: the parent vouches for it, so the env
+    subprocesses (fresh interpreters) may import it; not imported by the user, it is refused in the
+    parent before any subprocess starts."""
+    from rlgraph.environments import AsyncVectorEnv
+    name = "rlgraph_test_user_envs"
+    marker = tmp_path / f"{name}.marker"
+    (tmp_path / f"{name}.py").write_text(EVIL_SOURCE.format(marker=str(marker)) +
+                                         "from rlgraph.environments import GridWorld\n\nclass MyGrid(GridWorld):\n"
+                                         "    def __str__(self):\n        return 'MyGrid'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(TRUSTED_MODULES_VARIABLE, "")  # (Restored afterwards: trust lasts as long as the process.)
+    spec = {"type": f"{name}.MyGrid", "world": "2x2"}
+    try:
+        with pytest.raises(RLGraphSpecError, match="imported already"):
+            AsyncVectorEnv(2, spec)
+        assert not marker.exists() and name not in sys.modules
+        __import__(name)  # The user's own code.
+        env = AsyncVectorEnv(2, spec, seed=3)
+        try:
+            assert "MyGrid" in env.environments[0].description and env.reset_all().shape == (2,)
+        finally:
+            env.terminate()
+        assert name in os.environ[TRUSTED_MODULES_VARIABLE].split(",")
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_trust_goes_only_to_imported_modules_of_dotted_types(monkeypatch):
+    """What a process hands on to the processes it starts: the modules of a spec's dotted types that it has
+    imported, at any depth of the spec; not a module it never imported, not a type name, not a __main__."""
+    from rlgraph.utils.module_imports import trust_spec_modules, trusted_modules
+    monkeypatch.setenv(TRUSTED_MODULES_VARIABLE, "")
+    monkeypatch.delitem(sys.modules, "rlgraph_test_never_imported", raising=False)
+    spec = {"type": "dqn", "network_spec": [{"type": "json.decoder.JSONDecoder"}, {"type": "dense"}],
+            "memory_spec": {"type": "rlgraph_test_never_imported.Memory"}, "x": [{"type": "__main__.Thing"}]}
+    trust_spec_modules(spec, {"type": "rlgraph.environments.GridWorld"})
+    assert trusted_modules() == {"json.decoder"}

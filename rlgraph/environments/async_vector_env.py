@@ -17,6 +17,7 @@ import numpy as np
 from rlgraph.environments.env_utils import ENV_MODULE_IMPORT_VARIABLE, env_module_import_allowed, resolve_seed
 from rlgraph.environments.environment import Environment
 from rlgraph.environments.vector_env import VectorEnv, _stack, check_num_environments, split_actions, step_error
+from rlgraph.utils.module_imports import trust_modules, trust_spec_modules, trusted_modules
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError
 
 # "fork" copies the parent's TensorFlow/PyTorch thread pools in an undefined state.
@@ -117,6 +118,8 @@ class AsyncVectorEnv(VectorEnv):
             if seed is None:
                 seed = env_spec.get("seed")
             env_spec = dict(env_spec, seed=None) if "seed" in env_spec else env_spec
+        # A dotted type of a module the user's code imported here may be imported by the subprocesses.
+        trust_spec_modules(env_spec)
         context = multiprocessing.get_context(start_method)
         self._conns, self._processes = [], []
         self._broken: Optional[str] = None
@@ -130,7 +133,8 @@ class AsyncVectorEnv(VectorEnv):
             for index in range(self.num_environments):
                 conn, child_conn = context.Pipe()
                 # The env-id opt-in goes along explicitly: a forkserver's children have its environment.
-                process = context.Process(target=_child_main, args=(child_conn, env_spec, env_module_import_allowed()),
+                process = context.Process(target=_child_main, args=(child_conn, env_spec, env_module_import_allowed(),
+                                                                    sorted(trusted_modules())),
                                           daemon=True, name=f"rlgraph-env-{index}")
                 self._conns.append(conn)
                 process.start()
@@ -300,12 +304,13 @@ def _exception_payload(error: BaseException) -> Tuple[str, str, Optional[bytes],
     return type(error).__name__, str(error), pickled, "".join(traceback.format_exception(error))
 
 
-def _child_main(conn: Any, env_spec: Any, allow_env_module_import: bool = False) -> None:
+def _child_main(conn: Any, env_spec: Any, allow_env_module_import: bool = False, trusted: tuple = ()) -> None:
     """A subprocess: builds its environment, reports (description, spaces), then serves commands
     until "close" or until the parent goes away. `allow_env_module_import`: the parent's
-    `env_module_import_allowed()`."""
+    `env_module_import_allowed()`; `trusted`: the parent's `trusted_modules()`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle.
     os.environ[ENV_MODULE_IMPORT_VARIABLE] = "1" if allow_env_module_import else "0"
+    trust_modules(trusted)
     try:
         env = Environment.from_spec(env_spec)
         conn.send((True, (str(env), env.state_space, env.action_space)))

@@ -33,6 +33,7 @@ import re
 import sys
 from typing import Any, Dict, Hashable, List, Mapping, NamedTuple, Tuple
 
+from rlgraph.utils.module_imports import CONFIG_IMPORT_RULE, made_for_rlgraph, names_main_module
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 # "package.module:Class": python identifiers, no file paths.
@@ -132,8 +133,7 @@ def check_hook_spec(spec: Any, where: str) -> Tuple[str, Dict[str, Any]]:
 # The entry-point group in which a package declares its hooks, e.g. in its pyproject.toml:
 # [project.entry-points."rlgraph.hooks"] alarm = "mypackage.hooks:Alarm".
 ENTRY_POINT_GROUP = "rlgraph.hooks"
-CONFIG_HOOK_RULE = (f"a module imported already, one of rlgraph's, one that an '{ENTRY_POINT_GROUP}' entry point of an "
-                    "installed distribution names, or one of an installed distribution that requires rlgraph")
+CONFIG_HOOK_RULE = f"{CONFIG_IMPORT_RULE}, or one that an '{ENTRY_POINT_GROUP}' entry point of an installed distribution names"
 
 
 def _declared(module_name: str, class_name: str) -> bool:
@@ -143,24 +143,10 @@ def _declared(module_name: str, class_name: str) -> bool:
                for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
-def _requires_rlgraph(distribution: str) -> bool:
-    """Whether installed distribution `distribution` lists rlgraph among its requirements."""
-    try:
-        requirements = importlib.metadata.distribution(distribution).requires or []
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    names = (re.match(r"[A-Za-z0-9._-]*", requirement).group(0) for requirement in requirements)
-    return any(re.sub(r"[-_.]+", "-", name).lower() == "rlgraph" for name in names)
-
-
 def _config_may_import(module_name: str, class_name: str) -> bool:
-    """The rule for a hook named in a config file (see `load_hook`), from metadata only."""
-    top = module_name.split(".")[0]
-    if top == "rlgraph" or _declared(module_name, class_name):
-        return True
-    distributions = importlib.metadata.packages_distributions().get(top)
-    # Every distribution that provides the top-level package (a namespace package has several).
-    return bool(distributions) and all(_requires_rlgraph(name) for name in distributions)
+    """The rule for a hook named in a config file (see `load_hook`), from metadata only: the rule of
+    `rlgraph.utils.module_imports` plus the hooks declared as entry points."""
+    return made_for_rlgraph(module_name) or _declared(module_name, class_name)
 
 
 def load_hook(spec: Any, where: str, from_config: bool) -> "Hook":
@@ -184,7 +170,7 @@ def load_hook(spec: Any, where: str, from_config: bool) -> "Hook":
     """
     name, arguments = check_hook_spec(spec, where)
     module_name, class_name = name.split(":")
-    if "__main__" in module_name.split("."):
+    if names_main_module(module_name):
         raise RLGraphSpecError("a hook may not come from a __main__ module", where=where,
                                expected="package.module:Class of a library module", received=repr(name),
                                hint="importing a package's __main__ runs its command line; put the hook in a "

@@ -31,6 +31,7 @@ import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from rlgraph.utils import learner_group
+from rlgraph.utils.module_imports import trust_spec_modules
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ def train_learners(config: dict, output_dir: Optional[str] = None, resume: Optio
                                expected='"package.module:Class" strings (rank 0 imports them)',
                                received=", ".join(type(h).__name__ for h in hooks if not isinstance(h, str)))
     backend = _backend_of(config)
+    trust_spec_modules(config)  # (The learners may import the modules of its types that are imported here.)
     scratch = tempfile.mkdtemp(prefix="rlgraph-learners-")
     processes: List[subprocess.Popen] = []
     try:

@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from rlgraph.agents.specs import check_seed
+from rlgraph.utils.module_imports import trust_spec_modules
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 SUMMARY_FIELDS = ("seed", "exit_status", "final_return", "best_return", "steps", "solved_at", "wall_time_s")
@@ -140,6 +141,7 @@ def _train_seeds(config: dict, seeds: List[int], run_dir: str, jobs: int, ray_ad
     write_atomically(config_path, lambda handle: json.dump(config, handle, indent=2, default=str))
     command = command or (lambda path, seed, out: child_command(path, seed, out, ray_address))
     echo(f"rlgraph train: {len(seeds)} seeds, {jobs} at a time, into {run_dir}")
+    trust_spec_modules(config)  # (The seeds' processes may import the modules of its types that are imported here.)
     statuses, interrupted = _run_processes(
         seeds, jobs, lambda seed: command(config_path, seed, _seed_dir(run_dir, seed)),
         lambda seed: _seed_dir(run_dir, seed), echo)

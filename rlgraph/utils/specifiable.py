@@ -11,10 +11,11 @@ Constructor keys are validated before the constructor runs: an unknown key raise
 `RLGraphSpecError` that lists the valid keys and the closest match.
 
 A spec only ever constructs classes of its family (see `Specifiable.spec_family`): a dotted
-"type" such as "mypkg.layers.MyLayer" is imported (which runs that module's top-level code, as
-`import` would) and must name a subclass of the family's base class; a function or a class of
-another family (e.g. "os.system", "collections.OrderedDict") is refused before anything is
-called; a dotted path has at most `MAX_DOTTED_PARTS` parts. A file path may stand for a spec
+"type" such as "mypkg.layers.MyLayer" must name a subclass of the family's base class; a function
+or a class of another family (e.g. "os.system", "collections.OrderedDict") is refused before
+anything is called; a dotted path has at most `MAX_DOTTED_PARTS` parts. Its module is imported
+only if it is imported already, rlgraph's, or of a package installed for rlgraph
+(`rlgraph.utils.module_imports`): a spec never runs the top-level code of a module lying around. A file path may stand for a spec
 anywhere; spec files that name themselves (directly or through others) are refused. Spec files
 are read by `rlgraph/utils/spec_files.py` (bounded in size, nesting and YAML aliases; YAML with
 safe-load semantics and string keys); `load_spec_file`, `load_json_text`, `load_yaml_text` and
@@ -31,6 +32,7 @@ import os
 import threading
 from typing import Any, Callable, Dict as DictT, Iterable, List, Optional, Tuple as TupleT
 
+from rlgraph.utils.module_imports import CONFIG_IMPORT_RULE, may_import, names_main_module, trust_modules
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.spec_files import (MAX_SPEC_DEPTH, MAX_SPEC_FILE_BYTES, MAX_YAML_ALIAS_NODES, SPEC_FILE_EXTENSIONS,
                                       load_json_text, load_spec_file, load_yaml_text)
@@ -141,14 +143,16 @@ class Specifiable:
     def resolve_type(cls, type_: Any) -> Callable:
         """Turns a "type" hint (name, python type, dotted path or class) into a constructor.
 
-        Names and python types come from the lookup table. A dotted path is imported (running the
-        module's top-level code, as `import` would) and, like a class object, must be a subclass of
-        `spec_family()`: a spec never calls a function or a class of another family.
+        Names and python types come from the lookup table. A dotted path's module is imported only
+        where `rlgraph.utils.module_imports.may_import` allows it, and what it names, like a class
+        object, must be a subclass of `spec_family()`: a spec never calls a function or a class of
+        another family, nor runs a module lying around.
 
         Raises:
             RLGraphSpecError: If the hint names nothing known (the message lists the known names),
                 a type of the original RLgraph listed in `__unsupported_types__` (the message says
-                why), or something that is not a class of the family.
+                why), a module that may not be imported, or something that is not a class of the
+                family.
         """
         if type_ is None:
             return cls.__default_constructor__ or cls
@@ -305,17 +309,31 @@ def _qualified(klass: type) -> str:
 
 
 def _import_dotted(path: str, cls: type) -> Any:
-    """The attribute a "package.module.Name" path names (importing the module runs its top-level
-    code, exactly as `import package.module` would); the caller checks what it is."""
+    """The attribute a "package.module.Name" path names; the caller checks what it is. The module
+    is imported only where `rlgraph.utils.module_imports.may_import` allows it (imported already, or
+    installed for rlgraph): importing runs a module's top-level code."""
     module_name, _, attr = path.rpartition(".")
     parts = path.split(".")
     if not all(part.isidentifier() for part in parts) or len(parts) > MAX_DOTTED_PARTS:
         raise RLGraphSpecError("malformed dotted path in spec", where=f"{cls.__name__}.from_spec",
                                expected=f"'package.module.Class' (at most {MAX_DOTTED_PARTS} python identifiers "
                                         "joined by '.')", received=repr(path)[:200])
+    if names_main_module(module_name):
+        raise RLGraphSpecError("a dotted type may not name a __main__ module", where=f"{cls.__name__}.from_spec",
+                               expected="'package.module.Class' of a library module", received=repr(path),
+                               hint="importing a package's __main__ runs its command line.")
+    if not may_import(module_name):
+        raise RLGraphSpecError(
+            "a dotted type may only name a module that is imported already or installed for rlgraph "
+            "(importing any other would run its code)", where=f"{cls.__name__}.from_spec",
+            expected=CONFIG_IMPORT_RULE, received=repr(path),
+            hint=f"import {module_name} in your own code before the spec is built (then nothing is imported for "
+                 "it), or install your package with rlgraph among its requirements (pip install -e .).")
     try:
-        return getattr(importlib.import_module(module_name), attr)
+        found = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError, RecursionError) as error:
         raise RLGraphSpecError("cannot import the type named in the spec", where=f"{cls.__name__}.from_spec",
                                expected="an importable 'package.module.Class' path", received=repr(path),
                                hint=str(error)) from None
+    trust_modules([module_name])  # Processes started from here on may import it for the same spec.
+    return found

@@ -10,6 +10,7 @@ import numpy as np
 
 from rlgraph.execution.ray.actors import make_actors
 from rlgraph.execution.ray.specs import split_ray_spec
+from rlgraph.utils.module_imports import trust_spec_modules
 from rlgraph.utils.rlgraph_errors import RLGraphDistributedError, RLGraphError, RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ class RayExecutor(metaclass=abc.ABCMeta):
         address = self.executor_spec["redis_address"]
         if ray.is_initialized():
             return
+        # The actors of a local Ray may import the modules of the specs' types that are imported here.
+        trust_spec_modules(self.agent_config, self.environment_spec)
         try:
             if address:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False)
