@@ -202,11 +202,18 @@ def test_about_is_documentation_and_must_be_a_mapping():
     agent.terminate()
 
 
-def test_deviations_are_named():
+def test_deviations_are_named_and_gsde_is_mirrored_for_ppo_and_a2c():
     assert zoo_configs.deviations(BY_NAME["dqn/CartPole-v1"]) == []
-    notes = zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"])
+    assert zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"]) == []  # gSDE: rlgraph's own.
+    notes = zoo_configs.deviations(BY_NAME["sac/MountainCarContinuous-v0"])
     assert len(notes) == 1 and "gSDE" in notes[0]
     config = zoo_configs.rlgraph_config("a2c/Pendulum-v1")
     assert config["action_adapter_spec"]["log_std_init"] == -2.0
+    # The zoo's a2c/Pendulum-v1: use_sde, 8 envs, sde_sample_freq -1 (its default).
+    assert {k: config["action_adapter_spec"][k] for k in ("use_sde", "sde_matrices", "sde_sample_freq")} == \
+        {"use_sde": True, "sde_matrices": 8, "sde_sample_freq": -1}
+    mcc = zoo_configs.rlgraph_config("a2c/MountainCarContinuous-v0")["action_adapter_spec"]
+    assert (mcc["sde_matrices"], mcc["sde_sample_freq"], mcc["log_std_init"]) == (4, 16, 0.0)
+    assert "use_sde" not in zoo_configs.rlgraph_config("ppo/LunarLanderContinuous-v3")["action_adapter_spec"]
     assert config["policy_spec"]["distributions_spec"]["bounded_distribution_type"] == "normal"
     assert isinstance(BY_NAME["sac/Pendulum-v1"], ZooPair)

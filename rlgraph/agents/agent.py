@@ -159,6 +159,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         self.build_stats = None
         self.spec: Optional[dict] = None  # Set by `from_spec`: the spec (without spaces), e.g. to make replicas.
         self._create_root()
+        self._check_sde_support(owner)
         if check_bool(auto_build, "auto_build", owner):
             self.build()
 
@@ -200,6 +201,18 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
 
     def _n_step(self) -> int:
         return 1
+
+    # Whether the agent draws gSDE exploration noise anew (`ActionAdapter(use_sde=True)`): agents that
+    # do not would explore with one noise draw forever, so they refuse such a policy.
+    supports_sde = False
+
+    def _check_sde_support(self, owner: str) -> None:
+        if self.supports_sde or self.root_component is None:
+            return
+        if any(getattr(c, "use_sde", False) for c in self.root_component.get_all_sub_components()):
+            raise RLGraphSpecError("gSDE exploration (use_sde) is for the PPO and actor-critic agents",
+                                   where=f"{owner}(action_adapter_spec.use_sde)", received=type(self).__name__,
+                                   hint="remove use_sde, or use type \"ppo\" or \"actor-critic\".")
 
     @abc.abstractmethod
     def _create_root(self) -> None:

@@ -14,7 +14,9 @@ How SB3's hyperparameters map onto rlgraph's agents:
   SB3's (V - G)^2); A2C's RMSprop with SB3's alpha and epsilon (both add epsilon outside the root);
   continuous actions: SB3's Gaussian policy, a state-independent log-std from `log_std_init`
   (`ActionAdapter(log_std_init=...)`) and unsquashed samples (`bounded_distribution_type`
-  "normal"), which the environments clip to their bounds as SB3 clips them;
+  "normal"), which the environments clip to their bounds as SB3 clips them; where the zoo sets
+  `use_sde`, gSDE (`ActionAdapter(use_sde=True)`, its log-std matrix from `log_std_init`, one noise
+  matrix per env, SB3's `sde_sample_freq`);
 - SAC: warmup_random_steps = steps_before_update = learning_starts, a soft update (tau) after
   every gradient step; a fixed `ent_coef` is a fixed alpha (target_entropy None);
 - TD3/DDPG: random_steps = steps_before_update = learning_starts; SB3's action noise acts on
@@ -73,8 +75,9 @@ def to_env_action(pair: ZooPair) -> Callable[[Any], Any]:
 def deviations(pair: ZooPair) -> List[str]:
     """What of the zoo's settings rlgraph's config cannot mirror (written into its "about")."""
     hp, notes = pair.hyperparameters, []
-    if hp.get("use_sde"):
-        notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
+    if hp.get("use_sde") and pair.algo not in ("ppo", "a2c"):
+        notes.append("gSDE (state-dependent exploration): a Gaussian policy instead (rlgraph's gSDE is for PPO "
+                     "and A2C)")
     return notes
 
 
@@ -159,8 +162,12 @@ def _pg_common(pair: ZooPair, hp: Dict[str, Any]) -> dict:
               "weight_vf": 2.0 * hp["vf_coef"], "network_spec": _layers(hp, "", hidden),
               "value_function_spec": _layers(hp, "vf-", hidden), "action_adapter_spec": head}
     if is_continuous(pair):
-        # SB3's Gaussian: a free log-std, actions unsquashed (the envs clip them to their bounds).
+        # SB3's Gaussian: a free log-std, actions unsquashed (the envs clip them to their bounds);
+        # with use_sde, gSDE with one noise matrix per env and SB3's sde_sample_freq.
         config["action_adapter_spec"] = dict(head, log_std_init=hp["log_std_init"])
+        if hp.get("use_sde"):
+            config["action_adapter_spec"].update(use_sde=True, sde_matrices=num_envs(pair),
+                                                 sde_sample_freq=hp["sde_sample_freq"])
         config["policy_spec"] = {"distributions_spec": {"bounded_distribution_type": "normal"}}
     return config
 

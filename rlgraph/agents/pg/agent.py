@@ -68,6 +68,7 @@ class PolicyGradientAgent(Agent):
     loss_scalar_tags = {"policy_loss": "loss/policy", "value_loss": "loss/value", "entropy": "train/entropy"}
     update_modes = ("time_steps", "episodes")
     loss_kind = "ppo"
+    supports_sde = True  # (Draws new noise after each update and every `sde_sample_freq` exploring steps.)
     # The weight of the policy-gradient term in the loss itself (A2C's `weight_pg`), so that
     # standardized advantages and `get_batch_losses` keep it.
     weight_pg = 1.0
@@ -115,6 +116,10 @@ class PolicyGradientAgent(Agent):
                            self.rollout_capacity, self.update_spec["batch_size"], self.rollout_capacity,
                            self.update_spec["batch_size"])
         self.rollouts = RolloutStorage(self.rollout_capacity, f"{self.name}.observe")
+        # gSDE (`action_adapter_spec.use_sde`): acting steps between noise draws (None: no gSDE), and
+        # the exploring get_action calls since the last draw.
+        self.sde_sample_freq = self.root_component.policy.sde_sample_freq
+        self._sde_steps = 0
         seed = self.execution_spec["seed"]
         self.rng = np.random.RandomState(seed)  # Minibatch order.
 
@@ -217,6 +222,8 @@ class PolicyGradientAgent(Agent):
         learn_batch = self.make_batch(fragments)
         out = self._learn(learn_batch, tp)
         self.num_updates += 1
+        if self.sde_sample_freq is not None:  # gSDE: each rollout starts with new noise.
+            self.reset_exploration_noise()
         self._check_loss(out.loss, "update")
         self.last_losses = out
         return out
@@ -257,6 +264,28 @@ class PolicyGradientAgent(Agent):
         weight_entropy = np.float32(self.weight_entropy.value_at(time_percentage))
         out = self._executor().execute(("get_batch_losses", [batch, np.float32(clip_ratio), weight_entropy]))
         return PGUpdate(*out)
+
+    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True, **kwargs) -> Any:
+        """`Agent.get_action`; with gSDE, exploring calls draw new noise every `sde_sample_freq` calls
+        (one call acts for all environments of a batch, as Stable-Baselines3 counts its steps)."""
+        if self.sde_sample_freq is not None and use_exploration:
+            if self.sde_sample_freq > 0 and self._sde_steps and self._sde_steps % self.sde_sample_freq == 0:
+                self.reset_exploration_noise()
+            self._sde_steps += 1
+        return super().get_action(states, internals, use_exploration, **kwargs)
+
+    def reset_exploration_noise(self) -> None:
+        """gSDE: draws new exploration noise now (the agent does it after each update and every
+        `sde_sample_freq` exploring `get_action` calls).
+
+        Raises:
+            RLGraphError: If the policy explores without gSDE (no `use_sde` in `action_adapter_spec`).
+        """
+        if self.sde_sample_freq is None:
+            raise RLGraphError("the policy has no gSDE exploration noise", where=f"{self.name}.reset_exploration_noise",
+                               hint='set "use_sde": true in action_adapter_spec (continuous actions).')
+        self._executor().execute("reset_exploration_noise")
+        self._sde_steps = 0
 
     def get_state_values(self, states: Any, apply_preprocessing: bool = True) -> np.ndarray:
         """V(s) of one state or a batch [B]."""

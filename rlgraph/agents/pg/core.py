@@ -59,6 +59,7 @@ class PolicyGradientCore(AgentCore):
         update_from_batch(batch, time_percentage, clip_ratio, weight_entropy)
             -> (loss, loss_per_item [B], policy_loss, value_loss, entropy): one optimizer step
         get_batch_losses(batch, clip_ratio, weight_entropy): the same numbers without a step
+        reset_exploration_noise(): new gSDE noise (a policy with `use_sde` adapters only)
     """
 
     def __init__(self, policy: Component, value_function: Optional[Component], preprocessing_spec: list,
@@ -84,6 +85,8 @@ class PolicyGradientCore(AgentCore):
         components = [self.preprocessor, self.policy, self.loss_function, self.optimizer]
         components += [c for c in (value_function, value_function_optimizer) if c is not None]
         self.add_components(*components)
+        if not getattr(policy, "sde_keys", None):
+            self.switch_off_apis(["reset_exploration_noise"])
 
     # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
     def _act(self, preprocessed_states, time_percentage, use_exploration):
@@ -91,6 +94,11 @@ class PolicyGradientCore(AgentCore):
 
     def _greedy(self, preprocessed_states):
         return self.policy.get_deterministic_action(preprocessed_states)
+
+    @rlgraph_api
+    def reset_exploration_noise(self):
+        """gSDE: new exploration noise for the policy (only with a gSDE policy, else switched off)."""
+        return self.policy.reset_noise()
 
     # --- Values and log-probs -------------------------------------------------------------------
     def _values(self, preprocessed_states):

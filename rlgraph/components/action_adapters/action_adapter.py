@@ -7,6 +7,8 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend
 from rlgraph.components.action_adapters.pre_network import make_pre_network
+from rlgraph.components.action_adapters.state_dependent_noise import (exploration_noise, resample_unit_noise,
+                                                                     state_dependent_log_std)
 from rlgraph.components.component import Component
 from rlgraph.components.distributions._backend_maths import backend_maths
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
@@ -65,6 +67,12 @@ class ActionAdapter(Component):
       With `log_std_init` (normal only): prod(s) outputs, the mean; log_std is a trainable variable
       "log-std" of shape s that no state changes (the PPO paper's and Stable-Baselines3's Gaussian
       policy), started at `log_std_init` and clipped to [-20, 2] like the state-dependent one.
+      With `use_sde` (normal only): prod(s) outputs, the mean; the log-std is state-dependent through
+      gSDE (`state_dependent_noise.py`): 0.5 log(phi^2 @ exp(2 L) + 1e-6) with phi the network output
+      (no gradient into it) and L a trainable [n, prod(s)] matrix "sde-log-std" started at
+      `log_std_init` (default -2) and clipped to [-20, 2]; the policy's stochastic actions are then
+      mean + phi @ (exp(L) * Z) with the unit-noise matrices "sde-noise" Z, drawn again by
+      `reset_noise` (the agent calls it every `sde_sample_freq` acting steps, and after each update).
 
     Inputs may carry any leading ranks ([B, in] or [B, T, in]); they are kept in the outputs.
 
@@ -77,7 +85,14 @@ class ActionAdapter(Component):
         activation: Activation of the action layer (default: linear).
         parameterization: "normal" or "beta": how FloatBox outputs are read (ignored otherwise).
         log_std_init: None (default): the log-std is an output of the action layer; a number: a
-            state-independent trainable log-std started there (FloatBox, "normal" only).
+            state-independent trainable log-std started there (FloatBox, "normal" only); with
+            `use_sde`, where the gSDE log-std matrix starts (default -2.0, as Stable-Baselines3's).
+        use_sde: Generalized state-dependent exploration (see above; FloatBox, "normal", no
+            pre-network). Default False.
+        sde_matrices: gSDE unit-noise matrices: set it to the number of environments that act in
+            one `get_action` batch, so that each explores with its own (default 1).
+        sde_sample_freq: gSDE: acting steps between two draws of the unit noise; -1 (default): a new
+            draw only after each update (at the start of each rollout), as Stable-Baselines3's.
         pre_network_spec: Layers between the network output and the action layer (the original
             RLgraph's key): a list of layer specs, one layer spec, a network spec or a
             `NeuralNetwork`; feed-forward (see `make_pre_network`). Default: none.
@@ -85,8 +100,8 @@ class ActionAdapter(Component):
 
     Raises:
         RLGraphSpaceError: If `action_space` is not a usable primitive space.
-        RLGraphSpecError: For a bad `units`, `add_units`, `parameterization`, `log_std_init` or
-            `pre_network_spec`.
+        RLGraphSpecError: For a bad `units`, `add_units`, `parameterization`, `log_std_init`,
+            `pre_network_spec` or gSDE argument.
 
     API:
         get_action_layer_output(nn_output): The raw action-layer output [B, units].
@@ -94,6 +109,9 @@ class ActionAdapter(Component):
         get_logits(nn_output): Alias of `get_parameters`.
         get_logits_probabilities_log_probs(nn_output): (logits, softmax(logits), log_softmax(logits))
             for IntBox; (logits, sigmoid, log_sigmoid) for BoolBox; (parameters, None, None) for FloatBox.
+        get_exploration_noise(nn_output) (gSDE only; switched off otherwise): phi @ (exp(L) * Z),
+            shaped like the mean.
+        reset_noise() (gSDE only): draws new unit-noise matrices Z.
 
     >>> from rlgraph.tests import ComponentTest
     >>> from rlgraph.spaces import FloatBox, IntBox
@@ -107,8 +125,8 @@ class ActionAdapter(Component):
 
     def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
                  biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
-                 pre_network_spec: Any = None, log_std_init: Optional[float] = None, scope: str = "action-adapter",
-                 **kwargs):
+                 pre_network_spec: Any = None, log_std_init: Optional[float] = None, use_sde: bool = False,
+                 sde_matrices: int = 1, sde_sample_freq: int = -1, scope: str = "action-adapter", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
         self.action_space = Space.from_spec(action_space).strip_ranks()
@@ -125,11 +143,14 @@ class ActionAdapter(Component):
         self.action_shape = tuple(self.action_space.shape)
         flat = int(np.prod(self.action_shape, dtype=np.int64))
         self.num_categories = self.action_space.num_categories if self.kind == "categorical" else 0
+        self.use_sde = self._check_sde(use_sde, sde_matrices, sde_sample_freq, pre_network_spec, name)
+        if self.use_sde and log_std_init is None:
+            log_std_init = -2.0
         self.log_std_init = self._check_log_std_init(log_std_init, name)
         free_std = self.log_std_init is not None
         self.parameter_units = flat * {"categorical": self.num_categories, "bernoulli": 1,
                                        "continuous": 1 if free_std else 2}[self.kind]
-        self.log_std = None
+        self.log_std = self.sde_log_std = self.sde_noise = None
         needed = self.add_units + self.parameter_units
         if units is not None and units != needed:
             raise RLGraphSpecError("units does not fit the action space", where=f"{name}(units)",
@@ -141,6 +162,8 @@ class ActionAdapter(Component):
         self.action_layer = DenseLayer(units=needed, weights_spec=weights_spec, biases_spec=biases_spec,
                                        activation=activation, scope="action-layer")
         self.add_components(*[c for c in (self.pre_network, self.action_layer) if c is not None])
+        if not self.use_sde:
+            self.switch_off_apis(["get_exploration_noise", "reset_noise"])
 
     def _check_log_std_init(self, value: Any, name: str) -> Optional[float]:
         if value is None:
@@ -156,8 +179,39 @@ class ActionAdapter(Component):
                                    received=repr(value))
         return float(value)
 
+    def _check_sde(self, use_sde: Any, matrices: Any, sample_freq: Any, pre_network_spec: Any, name: str) -> bool:
+        if not isinstance(use_sde, (bool, np.bool_)):
+            raise RLGraphSpecError("use_sde must be a bool", where=f"{name}(use_sde)", received=repr(use_sde))
+        if isinstance(matrices, bool) or not isinstance(matrices, (int, np.integer)) or matrices < 1:
+            raise RLGraphSpecError("sde_matrices must be an int >= 1", where=f"{name}(sde_matrices)",
+                                   received=repr(matrices), hint="the number of environments acting together.")
+        if isinstance(sample_freq, bool) or not isinstance(sample_freq, (int, np.integer)) or \
+                not (sample_freq == -1 or sample_freq >= 1):
+            raise RLGraphSpecError("sde_sample_freq must be -1 or an int >= 1", where=f"{name}(sde_sample_freq)",
+                                   received=repr(sample_freq), hint="-1: a new draw after each update only.")
+        self.sde_matrices, self.sde_sample_freq = int(matrices), int(sample_freq)
+        if use_sde and (self.kind != "continuous" or self.parameterization != "normal"):
+            raise RLGraphSpecError("use_sde needs a FloatBox action and the normal parameterization",
+                                   where=f"{name}(use_sde)", received=f"{self.action_space}, parameterization "
+                                   f"{self.parameterization!r}",
+                                   hint='gSDE perturbs Gaussian actions; for a bounded action use '
+                                        'bounded_distribution_type "normal" or "squashed-normal".')
+        if use_sde and pre_network_spec is not None:
+            raise RLGraphSpecError("use_sde takes its features from the network output: no pre-network",
+                                   where=f"{name}(pre_network_spec)", hint="move the pre-network's layers into "
+                                   "the network, or leave use_sde off.")
+        return bool(use_sde)
+
     def create_variables(self, input_spaces, action_space=None):
-        if self.log_std_init is not None:
+        if self.use_sde:
+            latent = int(input_spaces["nn_output"].shape[0])
+            actions = self.parameter_units
+            self.sde_log_std = self.get_variable("sde-log-std", shape=(latent, actions), dtype="float",
+                                                 initializer=self.log_std_init, trainable=True)
+            self.sde_noise = self.get_variable("sde-noise", shape=(self.sde_matrices, latent, actions),
+                                               dtype="float", initializer={"type": "normal", "stddev": 1.0},
+                                               trainable=False)
+        elif self.log_std_init is not None:
             self.log_std = self.get_variable("log-std", shape=self.action_shape, dtype="float",
                                              initializer=self.log_std_init, trainable=True)
 
@@ -179,7 +233,19 @@ class ActionAdapter(Component):
     @rlgraph_api
     def get_parameters(self, nn_output):
         """The distribution parameters (logits [B, *s, n] / logits [B, *s] / a pair [B, *s] each)."""
+        if self.use_sde:
+            return self._graph_fn_sde_parameters(self.get_action_layer_output(nn_output), nn_output)
         return self._graph_fn_parameters(self.get_action_layer_output(nn_output))
+
+    @rlgraph_api
+    def get_exploration_noise(self, nn_output):
+        """gSDE: the exploration noise phi @ (exp(L) * Z) of each row, shaped like the mean."""
+        return self._graph_fn_exploration_noise(nn_output)
+
+    @rlgraph_api
+    def reset_noise(self):
+        """gSDE: draws new unit-noise matrices."""
+        return self._graph_fn_reset_noise()
 
     @rlgraph_api
     def get_logits(self, nn_output):
@@ -200,6 +266,22 @@ class ActionAdapter(Component):
     @graph_fn(returns=1)
     def _graph_fn_parameters(self, action_layer_output):
         return self.to_parameters(action_layer_output[..., self.add_units:] if self.add_units else action_layer_output)
+
+    @graph_fn(returns=1)
+    def _graph_fn_sde_parameters(self, action_layer_output, nn_output):
+        mean = reshape_last(action_layer_output[..., self.add_units:] if self.add_units else action_layer_output,
+                            self.action_shape)
+        log_std = state_dependent_log_std(nn_output, self.sde_log_std, LOG_STD_MIN, LOG_STD_MAX)
+        return mean, reshape_last(log_std, self.action_shape)
+
+    @graph_fn(returns=1)
+    def _graph_fn_exploration_noise(self, nn_output):
+        noise = exploration_noise(nn_output, self.sde_log_std, self.sde_noise, LOG_STD_MIN, LOG_STD_MAX)
+        return reshape_last(noise, self.action_shape)
+
+    @graph_fn
+    def _graph_fn_reset_noise(self):
+        return resample_unit_noise(self.sde_noise)
 
     @graph_fn(returns=3)
     def _graph_fn_probabilities(self, parameters):

@@ -37,6 +37,10 @@ class BaselineActionAdapter(ActionAdapter):
         if kwargs.get("add_units", 1) != 1:
             raise RLGraphSpecError("a baseline adapter has exactly one extra unit",
                                    where=f"{type(self).__name__}(add_units)", received=repr(kwargs["add_units"]))
+        if kwargs.get("use_sde"):
+            raise RLGraphSpecError("use_sde needs a policy whose value function has its own network",
+                                   where=f"{type(self).__name__}(use_sde)",
+                                   hint="give the agent a value_function_spec (a policy without a value head).")
         kwargs["add_units"] = 1
         super().__init__(action_space, scope=scope, **kwargs)
 

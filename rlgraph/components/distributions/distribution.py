@@ -12,7 +12,7 @@ from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpaceError, RLGrap
 
 # The API method named in errors about an argument's space.
 _API_OF_ARG = {"parameters": "sample_stochastic", "values": "log_prob", "other_parameters": "kl_divergence",
-               "max_likelihood": "draw"}
+               "max_likelihood": "draw", "noise": "sample_with_noise"}
 
 
 class Distribution(Component):
@@ -100,6 +100,13 @@ class Distribution(Component):
         return self._graph_fn_sample_and_log_prob(parameters, max_likelihood)
 
     @rlgraph_api(must_be_complete=False)
+    def sample_with_noise(self, parameters, noise):
+        """(action, log_prob) of the sample made from given exploration `noise` (shaped like the
+        action) instead of a fresh draw: Gaussians (`Normal`, `SquashedNormal`) only, where the
+        noise is added to the mean before any squashing (gSDE's exploration, see `ActionAdapter`)."""
+        return self._graph_fn_sample_with_noise(parameters, noise)
+
+    @rlgraph_api(must_be_complete=False)
     def log_prob(self, parameters, values):
         """log p(values) under the distribution given by `parameters`."""
         return self._graph_fn_log_prob(parameters, values)
@@ -134,6 +141,10 @@ class Distribution(Component):
                                     lambda: self._sample_and_log_prob(parameters, False),
                                     where=f"{self.global_scope}.sample_and_log_prob")
 
+    @graph_fn(returns=2, output_space="_sample_and_log_prob_spaces")
+    def _graph_fn_sample_with_noise(self, parameters, noise):
+        return self._with_noise(parameters, noise)
+
     @graph_fn(returns=1)
     def _graph_fn_log_prob(self, parameters, values):
         return self._log_prob(parameters, values)
@@ -156,6 +167,9 @@ class Distribution(Component):
     def _sample_and_log_prob(self, parameters, deterministic: bool):
         action = self._deterministic(parameters) if deterministic else self._stochastic(parameters)
         return action, self._log_prob(parameters, action)
+
+    def _with_noise(self, parameters, noise):
+        raise _abstract(self, "_with_noise")
 
     def _log_prob(self, parameters, values):
         raise _abstract(self, "_log_prob")
@@ -192,9 +206,9 @@ class Distribution(Component):
                                         where=where["other_parameters"],
                                         expected=f"shapes {_shapes(parameters)}",
                                         received=f"shapes {_shapes(other)}")
-        values = spaces.get("values")
-        if isinstance(values, Space):
-            self._check_values(values, parameters, where["values"])
+        for name in ("values", "noise"):
+            if isinstance(spaces.get(name), Space):
+                self._check_values(spaces[name], parameters, where[name])
 
     def _check_parameters(self, space: Space, where: str) -> None:
         """Raises an `RLGraphSpaceError` if `space` is no valid parameter space."""

@@ -23,6 +23,7 @@ class Normal(Distribution):
     - sample_stochastic: mean + std * eps, eps ~ N(0, 1) (reparameterised: differentiable in the
       parameters).
     - sample_deterministic: mean.
+    - sample_with_noise(parameters, noise): (mean + noise, its log_prob) (gSDE's exploration).
     - log_prob: -0.5 ((x - mean) / std)^2 - log_std - 0.5 log(2 pi).
     - entropy: 0.5 + 0.5 log(2 pi) + log_std.
     - kl_divergence((m1, s1), (m2, s2)): log(std2 / std1) + (std1^2 + (m1 - m2)^2) / (2 std2^2) - 0.5.
@@ -79,6 +80,11 @@ class Normal(Distribution):
 
     def _deterministic(self, parameters):
         return self._mean_log_std(parameters)[0]
+
+    def _with_noise(self, parameters, noise):
+        mean, _ = self._mean_log_std(parameters)
+        action = mean + backend_maths().float_like(noise, mean)
+        return action, self._normal_log_prob(parameters, action)
 
     def _log_prob(self, parameters, values):
         return self._normal_log_prob(parameters, values)

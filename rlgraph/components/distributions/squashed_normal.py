@@ -25,6 +25,7 @@ class SquashedNormal(Normal):
         log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2 u))     (stable for large |u|).
 
     - sample_stochastic: the squashed reparameterised Gaussian sample (differentiable in the parameters).
+    - sample_with_noise(parameters, noise): squash(mean + noise) and its log_prob (gSDE's exploration).
     - sample_deterministic: low + (high - low) * (tanh(mean) + 1) / 2.
     - sample_and_log_prob: the log-prob is computed from the drawn u itself (no atanh round trip).
     - log_prob(parameters, values): u = atanh(y), y the value mapped to [-1, 1] and clipped to
@@ -73,6 +74,12 @@ class SquashedNormal(Normal):
 
     def _sample_and_log_prob(self, parameters, deterministic: bool):
         u = self._mean_log_std(parameters)[0] if deterministic else self._normal_sample(parameters)
+        return self._squash(u), self._squashed_log_prob(parameters, u)
+
+    def _with_noise(self, parameters, noise):
+        m = backend_maths()
+        mean = self._mean_log_std(parameters)[0]
+        u = mean + m.float_like(noise, mean)
         return self._squash(u), self._squashed_log_prob(parameters, u)
 
     def _log_prob(self, parameters, values):

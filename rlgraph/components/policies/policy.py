@@ -73,6 +73,8 @@ class Policy(Component):
         get_action / get_deterministic_action (alias get_max_likelihood_action) /
             get_stochastic_action: Actions (nested).
         get_action_and_log_prob: (actions, log_probs) (nested).
+        reset_noise(): new gSDE exploration noise (only for policies with gSDE leaves, see
+            `ActionAdapter(use_sde=True)`: their stochastic actions are mean + that noise).
         get_log_prob(nn_inputs, actions): log p(actions) (nested; per element for FloatBox leaves).
         get_entropy: Entropies (nested).
         get_log_prob_and_entropy(nn_inputs, actions): (log_probs, entropies), one network pass.
@@ -121,6 +123,21 @@ class Policy(Component):
                 self.action_adapters[key] = self._make_action_adapter(leaf, i, parameterization)
             self.distributions[key] = distribution
         self.add_components(self.network, *self.action_adapters.values(), *self.distributions.values())
+        # The leaves explored by gSDE (`ActionAdapter(use_sde=True)`): their stochastic actions are
+        # mean + the adapter's exploration noise; `reset_noise` draws that noise anew.
+        self.sde_keys = [key for key, adapter in self.action_adapters.items() if getattr(adapter, "use_sde", False)]
+        if not self.sde_keys:
+            self.switch_off_apis(["reset_noise"])
+
+    @property
+    def sde_sample_freq(self) -> int:
+        """Acting steps between two gSDE noise draws (the smallest of the gSDE leaves'); -1: only
+        after each update; None without gSDE leaves."""
+        if not self.sde_keys:
+            return None
+        freqs = [self.action_adapters[k].sde_sample_freq for k in self.sde_keys]
+        positive = [f for f in freqs if f > 0]
+        return min(positive) if positive else -1
 
     # --- Construction hooks ------------------------------------------------------------------------
     def _make_action_adapter(self, leaf: Space, index: int, parameterization: str) -> Component:
@@ -222,9 +239,27 @@ class Policy(Component):
         """The distribution parameters, nested like the action space."""
         return self._nest(self._flat_parameters(nn_inputs, internal_states))
 
+    def _sampled(self, nn_inputs, internal_states, with_log_probs: bool):
+        """Flat (actions, log_probs) of stochastic draws: gSDE leaves from their adapters' exploration
+        noise, the others freshly drawn (log_probs empty unless `with_log_probs`)."""
+        out = self._nn_output(nn_inputs, internal_states)["output"]
+        parameters = self._adapters_of(out, "get_parameters")
+        actions, log_probs = OrderedDict(), OrderedDict()
+        for key, distribution in self.distributions.items():
+            if key in self.sde_keys:
+                noise = self.action_adapters[key].get_exploration_noise(out)
+                actions[key], log_probs[key] = distribution.sample_with_noise(parameters[key], noise)
+            elif with_log_probs:
+                actions[key], log_probs[key] = distribution.sample_and_log_prob(parameters[key], False)
+            else:
+                actions[key] = distribution.sample_stochastic(parameters[key])
+        return actions, log_probs
+
     @rlgraph_api
     def get_action(self, nn_inputs, internal_states=None):
         """Actions: the most likely ones if `max_likelihood` (constructor) else samples."""
+        if not self.max_likelihood and self.sde_keys:
+            return self._nest(self._sampled(nn_inputs, internal_states, False)[0])
         api = "sample_deterministic" if self.max_likelihood else "sample_stochastic"
         return self._nest(self._map_distributions(api, nn_inputs, internal_states))
 
@@ -240,17 +275,27 @@ class Policy(Component):
 
     @rlgraph_api
     def get_stochastic_action(self, nn_inputs, internal_states=None):
-        """Actions sampled from the distributions."""
+        """Actions sampled from the distributions (gSDE leaves: mean + their exploration noise)."""
+        if self.sde_keys:
+            return self._nest(self._sampled(nn_inputs, internal_states, False)[0])
         return self._nest(self._map_distributions("sample_stochastic", nn_inputs, internal_states))
 
     @rlgraph_api
     def get_action_and_log_prob(self, nn_inputs, internal_states=None):
         """(actions, log_probs), both nested; drawn as in `get_action`."""
+        if not self.max_likelihood and self.sde_keys:
+            actions, log_probs = self._sampled(nn_inputs, internal_states, True)
+            return self._nest(actions), self._nest(log_probs)
         parameters = self._flat_parameters(nn_inputs, internal_states)
         actions, log_probs = OrderedDict(), OrderedDict()
         for key, distribution in self.distributions.items():
             actions[key], log_probs[key] = distribution.sample_and_log_prob(parameters[key], self.max_likelihood)
         return self._nest(actions), self._nest(log_probs)
+
+    @rlgraph_api
+    def reset_noise(self):
+        """Draws new gSDE exploration noise for every gSDE leaf (switched off without them)."""
+        return tuple(self.action_adapters[key].reset_noise() for key in self.sde_keys)
 
     @rlgraph_api(must_be_complete=False)
     def get_log_prob(self, nn_inputs, actions, internal_states=None):

@@ -1,0 +1,173 @@
+"""gSDE (generalized state-dependent exploration, `ActionAdapter(use_sde=True)`): the policy's numbers
+against a numpy reference on both backends, the noise schedule of the PPO/A2C agents, and the refusals.
+
+Reference (Raffin et al. 2022; Stable-Baselines3's StateDependentNoiseDistribution): phi = the
+network output, sigma = exp(L) with L the [latent, actions] log-std matrix, Z the unit-noise matrices:
+    mean = action layer(phi),  std = sqrt(phi^2 @ sigma^2 + 1e-6)
+    stochastic action = mean + phi @ (sigma * Z[b]) (row b of a batch of exactly M rows, else Z[0])
+"""
+import numpy as np
+import pytest
+
+from rlgraph.agents import Agent
+from rlgraph.components.policies.policy import Policy
+from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.tests import ComponentTest
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+LATENT, ACTIONS, MATRICES = 3, 2, 2
+STATE = FloatBox(shape=(4,), add_batch_rank=True)
+ACTION = FloatBox(low=-1.0, high=1.0, shape=(ACTIONS,))
+
+
+def _policy(bounded="normal", **adapter):
+    spec = dict({"use_sde": True, "log_std_init": -1.0, "sde_matrices": MATRICES}, **adapter)
+    return Policy([{"type": "dense", "units": LATENT, "activation": "tanh", "scope": "hidden"}], action_space=ACTION,
+                  action_adapter_spec=spec, distributions_spec={"bounded_distribution_type": bounded},
+                  max_likelihood=False)
+
+
+def _reference(values, states):
+    """(phi, mean, std, sigma, Z) in numpy from the policy's variables."""
+    phi = np.tanh(states @ values["neural-network/hidden/kernel"] + values["neural-network/hidden/bias"])
+    mean = phi @ values["action-adapter-0/action-layer/kernel"] + values["action-adapter-0/action-layer/bias"]
+    sigma = np.exp(values["action-adapter-0/sde-log-std"])
+    std = np.sqrt((phi ** 2) @ (sigma ** 2) + 1e-6)
+    return phi, mean, std, sigma, values["action-adapter-0/sde-noise"]
+
+
+def _normal_log_prob(x, mean, std):
+    return -0.5 * ((x - mean) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi)
+
+
+def test_parameters_actions_and_log_probs_equal_the_numpy_reference(backend):
+    test = ComponentTest(_policy(), input_spaces=dict(nn_inputs=STATE), backend=backend)
+    states = np.random.RandomState(3).randn(MATRICES, 4).astype(np.float32)
+    values = test.get_variable_values()
+    assert values["action-adapter-0/sde-log-std"].shape == (LATENT, ACTIONS)
+    np.testing.assert_allclose(values["action-adapter-0/sde-log-std"], -1.0)
+    assert values["action-adapter-0/sde-noise"].shape == (MATRICES, LATENT, ACTIONS)
+    phi, mean, std, sigma, z = _reference(values, states)
+
+    got_mean, got_log_std = test.test(("get_adapter_outputs", states))
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_log_std, np.log(std), rtol=1e-5, atol=1e-6)
+
+    # A batch of M rows: row b explores with matrix b; the same noise on every call until a reset.
+    per_row = mean + np.einsum("bi,bij->bj", phi, sigma[None] * z)
+    for _ in range(2):
+        np.testing.assert_allclose(test.test(("get_stochastic_action", states)), per_row, rtol=1e-5, atol=1e-6)
+    actions, log_probs = test.test(("get_action_and_log_prob", states))
+    np.testing.assert_allclose(actions, per_row, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(log_probs, _normal_log_prob(per_row, mean, std), rtol=1e-4, atol=1e-5)
+    # Any other batch size: matrix 0 for every row.
+    one = test.test(("get_stochastic_action", states[:1]))
+    np.testing.assert_allclose(one, mean[:1] + phi[:1] @ (sigma * z[0]), rtol=1e-5, atol=1e-6)
+    three = np.concatenate([states, states[:1]])
+    np.testing.assert_allclose(test.test(("get_stochastic_action", three)),
+                               np.concatenate([mean, mean[:1]]) + np.concatenate([phi, phi[:1]]) @ (sigma * z[0]),
+                               rtol=1e-5, atol=1e-6)
+    # Deterministic actions are the mean.
+    np.testing.assert_allclose(test.test(("get_deterministic_action", states)), mean, rtol=1e-5, atol=1e-6)
+
+    # reset_noise draws new unit-noise matrices; the actions follow them.
+    test.test(("reset_noise", None))
+    new_z = test.get_variable_values()["action-adapter-0/sde-noise"]
+    assert new_z.shape == z.shape and not np.allclose(new_z, z)
+    assert abs(float(new_z.mean())) < 1.5 and 0.2 < float(new_z.std()) < 3.0  # (12 standard normal draws.)
+    np.testing.assert_allclose(test.test(("get_stochastic_action", states)),
+                               mean + np.einsum("bi,bij->bj", phi, sigma[None] * new_z), rtol=1e-5, atol=1e-6)
+
+
+def test_squashed_actions_add_the_noise_before_the_squashing(backend):
+    test = ComponentTest(_policy("squashed-normal"), input_spaces=dict(nn_inputs=STATE), backend=backend)
+    states = np.random.RandomState(4).randn(1, 4).astype(np.float32)
+    phi, mean, std, sigma, z = _reference(test.get_variable_values(), states)
+    u = mean + phi @ (sigma * z[0])
+    actions, log_probs = test.test(("get_action_and_log_prob", states))
+    np.testing.assert_allclose(actions, np.tanh(u), rtol=1e-5, atol=1e-6)  # Bounds [-1, 1].
+    expected = _normal_log_prob(u, mean, std) - np.log(1.0 - np.tanh(u) ** 2)
+    np.testing.assert_allclose(log_probs, expected, rtol=1e-4, atol=1e-4)
+
+
+def _ppo(backend, sample_freq=-1, **extra):
+    spec = {"type": "ppo", "backend": backend, "network_spec": [{"type": "dense", "units": LATENT, "activation": "tanh"}],
+            "value_function_spec": [{"type": "dense", "units": 4, "activation": "tanh"}],
+            "action_adapter_spec": {"use_sde": True, "log_std_init": -0.5, "sde_sample_freq": sample_freq},
+            "policy_spec": {"distributions_spec": {"bounded_distribution_type": "normal"}},
+            "update_spec": {"batch_size": 8, "sample_size": 4, "num_epochs": 1},
+            "optimizer_spec": {"type": "adam", "learning_rate": 0.01}, "execution_spec": {"seed": 5}}
+    spec.update(extra)
+    return Agent.from_spec(spec, state_space=FloatBox(shape=(4,)), action_space=ACTION)
+
+
+def _noise(agent):
+    return next(v for k, v in agent.graph_executor.get_weights().items() if k.endswith("sde-noise")).copy()
+
+
+def test_ppo_draws_new_noise_every_sample_freq_steps_and_after_each_update(backend):
+    agent = _ppo(backend, sample_freq=3)
+    state = np.ones(4, np.float32)
+    draws = [_noise(agent)]
+    for step in range(7):
+        agent.get_action(state)
+        draws.append(_noise(agent))
+    # Calls 1-3 act with the first draw; call 4 draws anew before it acts, and so does call 7.
+    changed = [not np.array_equal(a, b) for a, b in zip(draws, draws[1:])]
+    assert changed == [False, False, False, True, False, False, True]
+    before = _noise(agent)
+    agent.get_action(state, use_exploration=False)  # Greedy calls neither count nor draw.
+    assert np.array_equal(_noise(agent), before)
+    rng = np.random.RandomState(0)
+    for _ in range(8):
+        action = agent.get_action(state)
+        agent.observe(state, action, None, float(rng.randn()), state, False)
+    log_std_before = next(v for k, v in agent.graph_executor.get_weights().items() if k.endswith("sde-log-std"))
+    noise_before = _noise(agent)
+    agent.update()
+    weights = agent.graph_executor.get_weights()
+    assert not np.array_equal(_noise(agent), noise_before)  # A new rollout, new noise.
+    # The log-std matrix learns (through the log-probs and the entropy).
+    assert not np.allclose(next(v for k, v in weights.items() if k.endswith("sde-log-std")), log_std_before)
+    assert agent.sde_sample_freq == 3 and agent._sde_steps == 0
+
+
+def test_a2c_with_gsde_and_a_shared_value_head_acts_from_its_noise(backend):
+    agent = Agent.from_spec({
+        "type": "actor-critic", "backend": backend, "network_spec": [{"type": "dense", "units": LATENT}],
+        "action_adapter_spec": {"use_sde": True},
+        "policy_spec": {"distributions_spec": {"bounded_distribution_type": "normal"}},
+        "update_spec": {"batch_size": 4}, "execution_spec": {"seed": 2}},
+        state_space=FloatBox(shape=(4,)), action_space=ACTION)
+    state = np.full(4, 0.5, np.float32)
+    assert np.array_equal(agent.get_action(state), agent.get_action(state))  # No new draw between steps.
+    assert not np.array_equal(agent.get_action(state), agent.get_action(state, use_exploration=False))
+    log_std = next(v for k, v in agent.graph_executor.get_weights().items() if k.endswith("sde-log-std"))
+    np.testing.assert_allclose(log_std, -2.0)  # Stable-Baselines3's default start.
+
+
+@pytest.mark.parametrize("case, match", [
+    ({"action_space": IntBox(3)}, "FloatBox action"),
+    ({"adapter": {"use_sde": True, "parameterization": "beta"}}, "normal parameterization"),
+    ({"adapter": {"use_sde": True, "pre_network_spec": [{"type": "dense", "units": 2}]}}, "no pre-network"),
+    ({"adapter": {"use_sde": "yes"}}, "use_sde must be a bool"),
+    ({"adapter": {"use_sde": True, "sde_matrices": 0}}, "sde_matrices"),
+    ({"adapter": {"use_sde": True, "sde_sample_freq": 0}}, "sde_sample_freq"),
+])
+def test_bad_gsde_arguments_are_refused(case, match):
+    adapter = case.get("adapter", {"use_sde": True})
+    with pytest.raises(RLGraphSpecError, match=match):
+        Policy([{"type": "dense", "units": 2}], action_space=case.get("action_space", ACTION),
+               action_adapter_spec=adapter)
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"type": "sac"}, "PPO and actor-critic"),
+    ({"type": "ppo", "value_function_spec": [{"type": "dense", "units": 2}],
+      "action_adapter_spec": {"use_sde": True, "type": "baseline-action-adapter"}}, "value function"),
+])
+def test_agents_that_cannot_draw_the_noise_refuse_gsde(spec, match):
+    spec = dict({"backend": "pytorch", "network_spec": [{"type": "dense", "units": 4}],
+                 "action_adapter_spec": {"use_sde": True}}, **spec)
+    with pytest.raises(RLGraphSpecError, match=match):
+        Agent.from_spec(spec, state_space=FloatBox(shape=(3,)), action_space=ACTION)
