@@ -25,7 +25,7 @@ FACE = "rlgraph"
 SHARED_AGENT_MODULES = {"__init__", "agent", "agent_acting", "agent_checkpoints", "agent_core", "agent_observing",
                         "agent_state", "data_checks", "observe_buffers", "original_keys", "policy_export",
                         "policy_export_checks", "policy_export_format", "policy_export_writers", "random_agent",
-                        "records", "replay_access", "reward_scaling", "specs", "training_scalars"}
+                        "records", "replay_access", "reward_scaling", "sde_schedule", "specs", "training_scalars"}
 ALIAS_AGENT_MODULES = {"dqn_agent", "apex_agent", "dqfd_agent", "impala_agent", "ppo_agent", "actor_critic_agent",
                        "sac_agent"}
 ALGORITHM_PACKAGES = {"dqn", "apex", "dqfd", "impala", "pg", "sac", "ddpg", "td3"}

@@ -9,7 +9,7 @@ network output, sigma = exp(L) with L the [latent, actions] log-std matrix, Z th
 import numpy as np
 import pytest
 
-from rlgraph.agents import Agent
+from rlgraph.agents import Agent, PPOAgent
 from rlgraph.components.policies.policy import Policy
 from rlgraph.spaces import FloatBox, IntBox
 from rlgraph.tests import ComponentTest
@@ -161,13 +161,63 @@ def test_bad_gsde_arguments_are_refused(case, match):
                action_adapter_spec=adapter)
 
 
+class _PPOWithoutNoiseSchedule(PPOAgent):
+    supports_sde = False  # An agent that would never draw the noise anew.
+
+
 @pytest.mark.parametrize("spec, match", [
-    ({"type": "sac"}, "PPO and actor-critic"),
+    ({"type": _PPOWithoutNoiseSchedule}, "for the PPO, actor-critic and SAC agents"),
+    ({"type": "ddpg"}, "unknown action_adapter_spec key"),  # Its deterministic actor has no distribution.
     ({"type": "ppo", "value_function_spec": [{"type": "dense", "units": 2}],
       "action_adapter_spec": {"use_sde": True, "type": "baseline-action-adapter"}}, "value function"),
+    ({"type": "ppo", "action_adapter_spec": {"clip_mean": 2.0}}, "clip_mean"),  # Only with gSDE.
 ])
 def test_agents_that_cannot_draw_the_noise_refuse_gsde(spec, match):
     spec = dict({"backend": "pytorch", "network_spec": [{"type": "dense", "units": 4}],
                  "action_adapter_spec": {"use_sde": True}}, **spec)
-    with pytest.raises(RLGraphSpecError, match=match):
+    with pytest.raises(RLGraphSpecError, match=match) as error:
         Agent.from_spec(spec, state_space=FloatBox(shape=(3,)), action_space=ACTION)
+    assert "action_adapter_spec" in str(error.value) or "Adapter" in str(error.value)
+
+
+def _sac(backend, **adapter):
+    return Agent.from_spec({
+        "type": "sac", "backend": backend, "network_spec": [{"type": "dense", "units": LATENT, "activation": "tanh"}],
+        "value_function_spec": [{"type": "dense", "units": 8, "activation": "relu"}],
+        "action_adapter_spec": dict({"use_sde": True, "log_std_init": -1.0, "clip_mean": 2.0}, **adapter),
+        "memory_spec": {"type": "replay-memory", "capacity": 64}, "warmup_random_steps": 0,
+        "observe_spec": {"buffer_size": 1},
+        "update_spec": {"update_interval": 1, "steps_before_update": 8, "batch_size": 8, "num_iterations": 2},
+        "execution_spec": {"seed": 4}}, state_space=FloatBox(shape=(4,)), action_space=ACTION)
+
+
+def test_sac_with_gsde_acts_from_its_noise_and_draws_anew_per_gradient_step(backend):
+    agent = _sac(backend, sde_sample_freq=2)
+    state = np.full(4, 0.3, np.float32)
+    first = agent.get_action(state)
+    assert np.array_equal(agent.get_action(state), first)  # Calls 1 and 2 share a draw ...
+    assert not np.array_equal(agent.get_action(state), first)  # ... call 3 draws anew.
+    assert not np.array_equal(agent.get_action(state, use_exploration=False), first)
+    rng = np.random.RandomState(1)
+    for _ in range(8):
+        agent.observe(state, agent.get_action(state), None, float(rng.randn()), state, False)
+    weights = agent.graph_executor.get_weights()
+    noise, log_std = (next(v for k, v in weights.items() if k.endswith(name)) for name in ("sde-noise", "sde-log-std"))
+    draws = []
+    agent.reset_exploration_noise = lambda original=agent.reset_exploration_noise: (draws.append(1), original())[1]
+    agent.update()
+    assert len(draws) == 3  # Before each of the 2 gradient steps, and for the next rollout.
+    weights = agent.graph_executor.get_weights()
+    assert not np.array_equal(next(v for k, v in weights.items() if k.endswith("sde-noise")), noise)
+    # The actor loss reaches the log-std matrix through the noise and the log-probabilities.
+    assert not np.allclose(next(v for k, v in weights.items() if k.endswith("sde-log-std")), log_std)
+
+
+def test_clip_mean_clips_the_gaussian_mean(backend):
+    test = ComponentTest(_policy(clip_mean=0.05), input_spaces=dict(nn_inputs=STATE), backend=backend)
+    states = np.random.RandomState(3).randn(4, 4).astype(np.float32) * 3.0
+    _, mean, std, _, _ = _reference(test.get_variable_values(), states)
+    got_mean, got_log_std = test.test(("get_adapter_outputs", states))
+    assert np.abs(mean).max() > 0.05
+    np.testing.assert_allclose(got_mean, np.clip(mean, -0.05, 0.05), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_log_std, np.log(std), rtol=1e-5, atol=1e-6)

@@ -202,11 +202,12 @@ def test_about_is_documentation_and_must_be_a_mapping():
     agent.terminate()
 
 
-def test_deviations_are_named_and_gsde_is_mirrored_for_ppo_and_a2c():
+def test_no_deviations_left_and_gsde_is_mirrored_for_ppo_a2c_and_sac():
     assert zoo_configs.deviations(BY_NAME["dqn/CartPole-v1"]) == []
     assert zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"]) == []  # gSDE: rlgraph's own.
-    notes = zoo_configs.deviations(BY_NAME["sac/MountainCarContinuous-v0"])
-    assert len(notes) == 1 and "gSDE" in notes[0]
+    assert all(zoo_configs.deviations(pair) == [] for pair in BY_NAME.values())  # gSDE included.
+    sac = zoo_configs.rlgraph_config("sac/MountainCarContinuous-v0")["action_adapter_spec"]
+    assert sac == {"use_sde": True, "log_std_init": -3.67, "clip_mean": 2.0, "sde_matrices": 1, "sde_sample_freq": -1}
     config = zoo_configs.rlgraph_config("a2c/Pendulum-v1")
     assert config["action_adapter_spec"]["log_std_init"] == -2.0
     # The zoo's a2c/Pendulum-v1: use_sde, 8 envs, sde_sample_freq -1 (its default).

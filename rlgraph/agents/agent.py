@@ -210,9 +210,9 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         if self.supports_sde or self.root_component is None:
             return
         if any(getattr(c, "use_sde", False) for c in self.root_component.get_all_sub_components()):
-            raise RLGraphSpecError("gSDE exploration (use_sde) is for the PPO and actor-critic agents",
+            raise RLGraphSpecError("gSDE exploration (use_sde) is for the PPO, actor-critic and SAC agents",
                                    where=f"{owner}(action_adapter_spec.use_sde)", received=type(self).__name__,
-                                   hint="remove use_sde, or use type \"ppo\" or \"actor-critic\".")
+                                   hint="remove use_sde, or use type \"ppo\", \"actor-critic\" or \"sac\".")
 
     @abc.abstractmethod
     def _create_root(self) -> None:

@@ -18,7 +18,8 @@ How SB3's hyperparameters map onto rlgraph's agents:
   `use_sde`, gSDE (`ActionAdapter(use_sde=True)`, its log-std matrix from `log_std_init`, one noise
   matrix per env, SB3's `sde_sample_freq`);
 - SAC: warmup_random_steps = steps_before_update = learning_starts, a soft update (tau) after
-  every gradient step; a fixed `ent_coef` is a fixed alpha (target_entropy None);
+  every gradient step; a fixed `ent_coef` is a fixed alpha (target_entropy None); with `use_sde`,
+  gSDE with the log-std matrix from `log_std_init` and the mean clipped to +-2 (SB3's actor);
 - TD3/DDPG: random_steps = steps_before_update = learning_starts; SB3's action noise acts on
   actions scaled to [-1, 1], so its std is multiplied by the action's half-range here; its
   Ornstein-Uhlenbeck noise (theta 0.15, dt 0.01) is rlgraph's (dt 1) with theta * dt and
@@ -75,9 +76,8 @@ def to_env_action(pair: ZooPair) -> Callable[[Any], Any]:
 def deviations(pair: ZooPair) -> List[str]:
     """What of the zoo's settings rlgraph's config cannot mirror (written into its "about")."""
     hp, notes = pair.hyperparameters, []
-    if hp.get("use_sde") and pair.algo not in ("ppo", "a2c"):
-        notes.append("gSDE (state-dependent exploration): a Gaussian policy instead (rlgraph's gSDE is for PPO "
-                     "and A2C)")
+    if hp.get("use_sde") and pair.algo not in ("ppo", "a2c", "sac"):
+        notes.append("gSDE (state-dependent exploration): a Gaussian policy instead")
     return notes
 
 
@@ -202,6 +202,10 @@ def _sac(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
         "update_spec": {"update_interval": hp["train_freq"], "steps_before_update": hp["learning_starts"],
                         "batch_size": hp["batch_size"], "num_iterations": hp["gradient_steps"],
                         "sync_interval": 0, "sync_tau": hp["tau"]},
+        # SB3's SAC actor with gSDE: its log-std matrix from log_std_init, the mean clipped to +-2.
+        **({"action_adapter_spec": {"use_sde": True, "log_std_init": hp["log_std_init"], "clip_mean": 2.0,
+                                    "sde_matrices": num_envs(pair), "sde_sample_freq": hp.get("sde_sample_freq", -1)}}
+           if hp.get("use_sde") else {}),
     }
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from rlgraph.agents.agent import Agent
 from rlgraph.agents.pg.core import PG_BATCH_KEYS, PolicyGradientCore, pg_batch_space
 from rlgraph.agents.pg.rollouts import RolloutStorage, gae_advantages, read_rollout, save_rollout
+from rlgraph.agents.sde_schedule import SDEScheduleMixin
 from rlgraph.agents.specs import check_bool, check_number
 from rlgraph.components.common.time_dependent_parameters import TimeDependentParameter
 from rlgraph.components.component import Component
@@ -27,7 +28,7 @@ PGUpdate = namedtuple("PGUpdate", ["loss", "loss_per_item", "policy_loss", "valu
 MEMORY_TYPES = ("ring-buffer", "ringbuffer", "ring_buffer", "rollout", "RingBuffer")
 
 
-class PolicyGradientAgent(Agent):
+class PolicyGradientAgent(SDEScheduleMixin, Agent):
     """Collects on-policy rollouts through `observe`, then learns from them in `update()`.
 
     Transitions go through the observe buffers (per `env_id`) into a `RolloutStorage`. An update
@@ -68,7 +69,6 @@ class PolicyGradientAgent(Agent):
     loss_scalar_tags = {"policy_loss": "loss/policy", "value_loss": "loss/value", "entropy": "train/entropy"}
     update_modes = ("time_steps", "episodes")
     loss_kind = "ppo"
-    supports_sde = True  # (Draws new noise after each update and every `sde_sample_freq` exploring steps.)
     # The weight of the policy-gradient term in the loss itself (A2C's `weight_pg`), so that
     # standardized advantages and `get_batch_losses` keep it.
     weight_pg = 1.0
@@ -116,10 +116,7 @@ class PolicyGradientAgent(Agent):
                            self.rollout_capacity, self.update_spec["batch_size"], self.rollout_capacity,
                            self.update_spec["batch_size"])
         self.rollouts = RolloutStorage(self.rollout_capacity, f"{self.name}.observe")
-        # gSDE (`action_adapter_spec.use_sde`): acting steps between noise draws (None: no gSDE), and
-        # the exploring get_action calls since the last draw.
-        self.sde_sample_freq = self.root_component.policy.sde_sample_freq
-        self._sde_steps = 0
+        self._init_sde_schedule()  # gSDE (`action_adapter_spec.use_sde`), see `sde_schedule.py`.
         seed = self.execution_spec["seed"]
         self.rng = np.random.RandomState(seed)  # Minibatch order.
 
@@ -222,8 +219,7 @@ class PolicyGradientAgent(Agent):
         learn_batch = self.make_batch(fragments)
         out = self._learn(learn_batch, tp)
         self.num_updates += 1
-        if self.sde_sample_freq is not None:  # gSDE: each rollout starts with new noise.
-            self.reset_exploration_noise()
+        self._new_sde_rollout()
         self._check_loss(out.loss, "update")
         self.last_losses = out
         return out
@@ -266,26 +262,11 @@ class PolicyGradientAgent(Agent):
         return PGUpdate(*out)
 
     def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True, **kwargs) -> Any:
-        """`Agent.get_action`; with gSDE, exploring calls draw new noise every `sde_sample_freq` calls
-        (one call acts for all environments of a batch, as Stable-Baselines3 counts its steps)."""
-        if self.sde_sample_freq is not None and use_exploration:
-            if self.sde_sample_freq > 0 and self._sde_steps and self._sde_steps % self.sde_sample_freq == 0:
-                self.reset_exploration_noise()
-            self._sde_steps += 1
+        """`Agent.get_action`; with gSDE, exploring calls draw new noise on the schedule of
+        `sde_schedule.py`."""
+        if use_exploration:
+            self._count_sde_step()
         return super().get_action(states, internals, use_exploration, **kwargs)
-
-    def reset_exploration_noise(self) -> None:
-        """gSDE: draws new exploration noise now (the agent does it after each update and every
-        `sde_sample_freq` exploring `get_action` calls).
-
-        Raises:
-            RLGraphError: If the policy explores without gSDE (no `use_sde` in `action_adapter_spec`).
-        """
-        if self.sde_sample_freq is None:
-            raise RLGraphError("the policy has no gSDE exploration noise", where=f"{self.name}.reset_exploration_noise",
-                               hint='set "use_sde": true in action_adapter_spec (continuous actions).')
-        self._executor().execute("reset_exploration_noise")
-        self._sde_steps = 0
 
     def get_state_values(self, states: Any, apply_preprocessing: bool = True) -> np.ndarray:
         """V(s) of one state or a batch [B]."""

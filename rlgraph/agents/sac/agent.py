@@ -13,6 +13,7 @@ from rlgraph.agents.replay_access import (ReplayAgentMixin, check_memory_spec, m
                                           replay_input_spaces)
 from rlgraph.agents.sac.core import SACCore
 from rlgraph.agents.sac.networks import SACCritic, default_target_entropy, joint_action_count, sac_action_mode
+from rlgraph.agents.sde_schedule import SDEScheduleMixin
 from rlgraph.agents.specs import check_bool, check_number, check_spec
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.sac_loss_function import SACLossFunction
@@ -30,7 +31,7 @@ SYNC_SPEC_KEYS = {"sync_interval": None, "sync_tau": None}
 AUTO = "auto"
 
 
-class SACAgent(ReplayAgentMixin, Agent):
+class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
     """Soft actor-critic (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905): a stochastic actor
     trained to maximise Q - alpha log pi, twin Q critics with soft-updated target critics, and a
     temperature alpha tuned so that the policy's entropy stays near `target_entropy`. Bounded
@@ -118,6 +119,7 @@ class SACAgent(ReplayAgentMixin, Agent):
         self.alpha_optimizer_spec = dict(alpha_optimizer_spec or optimizer_spec)
         update_spec = _merge_sync_spec(update_spec, value_function_sync_spec, owner)
         super().__init__(discount=discount, optimizer_spec=optimizer_spec, update_spec=update_spec, **kwargs)
+        self._init_sde_schedule()  # gSDE (`action_adapter_spec.use_sde`), see `sde_schedule.py`.
         if self.update_spec["batch_size"] > self._memory_capacity():
             logger.warning("%s: update_spec.batch_size %d exceeds the memory's capacity %d: every sampled batch "
                            "repeats records.", owner, self.update_spec["batch_size"], self._memory_capacity())
@@ -206,6 +208,8 @@ class SACAgent(ReplayAgentMixin, Agent):
         `use_exploration`, the actions are drawn uniformly from the action space (numpy's global
         generator, which the executor seeds and checkpoints)."""
         if not (use_exploration and self.timesteps < self.warmup_random_steps):
+            if use_exploration:
+                self._count_sde_step()
             return super().get_action(states, internals, use_exploration, apply_preprocessing, extra_returns,
                                       time_percentage)
         extras = self._check_extra_returns(extra_returns)
@@ -269,6 +273,8 @@ class SACAgent(ReplayAgentMixin, Agent):
             external = list(self._record_and_weights(batch, "update(batch)"))
         losses = None
         for _ in range(self.update_spec["num_iterations"]):
+            if self.sde_sample_freq is not None:  # gSDE: the actor loss samples with new noise each step.
+                self.reset_exploration_noise()
             sync = self.timesteps - self.last_sync_timestep >= self.update_spec["sync_interval"]
             suffix = "_and_sync" if sync else ""
             if batch is not None:
@@ -285,6 +291,7 @@ class SACAgent(ReplayAgentMixin, Agent):
                 self.last_sync_timestep = self.timesteps
             self.num_updates += 1
             self._check_loss(losses.loss, "update")
+        self._new_sde_rollout()
         self.last_losses = losses
         return losses
 

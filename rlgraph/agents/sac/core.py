@@ -88,6 +88,7 @@ class SACCore(AgentCore):
             "..._and_sync": (actor_loss, critic_loss, alpha_loss, alpha, td_errors [B])
         get_losses(records, importance_weights) -> the same without updating
         sync_targets(): the soft update; reset_targets(): a hard copy
+        reset_exploration_noise(): new gSDE noise (a policy with `use_sde` adapters only)
     """
 
     def __init__(self, policy: Policy, critics: List[Component], preprocessing_spec: list, memory: Optional[Component],
@@ -129,6 +130,8 @@ class SACCore(AgentCore):
             rlgraph_api(component=self, name="update_priorities")(SACCore._update_priorities)
         for name, sync in (("update_from_external_batch", False), ("update_from_external_batch_and_sync", True)):
             rlgraph_api(component=self, name=name)(_external_update(sync))
+        if not policy.sde_keys:
+            self.switch_off_apis(["reset_exploration_noise"])
 
     def create_variables(self, input_spaces, action_space=None):
         self.log_alpha = self.get_variable("log-alpha", initializer=math.log(self.initial_alpha),
@@ -136,6 +139,9 @@ class SACCore(AgentCore):
 
     # --- Acting (the API: `AgentCore`) ------------------------------------------------------------
     def _act(self, preprocessed_states, time_percentage, use_exploration):
+        if self.policy.sde_keys:  # gSDE: the samples of those leaves are mean + the policy's noise.
+            parameters, noise = self.policy.get_adapter_outputs_and_noise(preprocessed_states)
+            return self._graph_fn_draw_with_noise(parameters, noise, use_exploration)
         return self._graph_fn_draw(self.policy.get_adapter_outputs(preprocessed_states), use_exploration)
 
     def _greedy(self, preprocessed_states):
@@ -156,6 +162,11 @@ class SACCore(AgentCore):
     def sync_targets(self):
         values = self.critics.sub_components["synchronizable"].get_sync_values()
         return self.target_critics.sub_components["synchronizable"].sync(values)
+
+    @rlgraph_api
+    def reset_exploration_noise(self):
+        """gSDE: new exploration noise for the policy (only with a gSDE policy, else switched off)."""
+        return self.policy.reset_noise()
 
     @rlgraph_api(no_grad=True)
     def reset_targets(self):
@@ -230,9 +241,22 @@ class SACCore(AgentCore):
     @graph_fn
     def _graph_fn_draw(self, parameters, use_exploration):
         """Actions nested like the action space: samples if `use_exploration`, else the modes."""
+        return self._draw(parameters, use_exploration, {})
+
+    @graph_fn
+    def _graph_fn_draw_with_noise(self, parameters, noise, use_exploration):
+        """As `_graph_fn_draw`; the samples of the gSDE leaves (keys of `noise`) are mean + noise."""
+        return self._draw(parameters, use_exploration, noise)
+
+    def _draw(self, parameters, use_exploration, noise: dict):
         def draw(deterministic):
-            flat = {k: d.get_distribution(leaf_of(parameters, k)).sample(deterministic)
-                    for k, d in self.policy.distributions.items()}
+            flat = {}
+            for key, distribution in self.policy.distributions.items():
+                leaf = leaf_of(parameters, key)
+                if key in noise and not deterministic:
+                    flat[key] = distribution._with_noise(leaf, noise[key])[0]
+                else:
+                    flat[key] = distribution.get_distribution(leaf).sample(deterministic)
             return flat[""] if list(flat) == [""] else self.policy.action_space.unflatten(flat)
         return backend_maths().cond(use_exploration, lambda: draw(False), lambda: draw(True),
                                     where=f"{self.global_scope}.get_actions(use_exploration)")

@@ -72,7 +72,8 @@ class ActionAdapter(Component):
       (no gradient into it) and L a trainable [n, prod(s)] matrix "sde-log-std" started at
       `log_std_init` (default -2) and clipped to [-20, 2]; the policy's stochastic actions are then
       mean + phi @ (exp(L) * Z) with the unit-noise matrices "sde-noise" Z, drawn again by
-      `reset_noise` (the agent calls it every `sde_sample_freq` acting steps, and after each update).
+      `reset_noise` (the agent calls it every `sde_sample_freq` acting steps and after each update,
+      see `rlgraph/agents/sde_schedule.py`).
 
     Inputs may carry any leading ranks ([B, in] or [B, T, in]); they are kept in the outputs.
 
@@ -93,6 +94,8 @@ class ActionAdapter(Component):
             one `get_action` batch, so that each explores with its own (default 1).
         sde_sample_freq: gSDE: acting steps between two draws of the unit noise; -1 (default): a new
             draw only after each update (at the start of each rollout), as Stable-Baselines3's.
+        clip_mean: gSDE: clip the Gaussian mean to [-clip_mean, clip_mean] (no gradient beyond, as
+            a hard tanh; Stable-Baselines3's SAC does this with 2.0 under gSDE). Default: no clip.
         pre_network_spec: Layers between the network output and the action layer (the original
             RLgraph's key): a list of layer specs, one layer spec, a network spec or a
             `NeuralNetwork`; feed-forward (see `make_pre_network`). Default: none.
@@ -126,7 +129,8 @@ class ActionAdapter(Component):
     def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
                  biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
                  pre_network_spec: Any = None, log_std_init: Optional[float] = None, use_sde: bool = False,
-                 sde_matrices: int = 1, sde_sample_freq: int = -1, scope: str = "action-adapter", **kwargs):
+                 sde_matrices: int = 1, sde_sample_freq: int = -1, clip_mean: Optional[float] = None,
+                 scope: str = "action-adapter", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
         self.action_space = Space.from_spec(action_space).strip_ranks()
@@ -144,6 +148,7 @@ class ActionAdapter(Component):
         flat = int(np.prod(self.action_shape, dtype=np.int64))
         self.num_categories = self.action_space.num_categories if self.kind == "categorical" else 0
         self.use_sde = self._check_sde(use_sde, sde_matrices, sde_sample_freq, pre_network_spec, name)
+        self.clip_mean = self._check_clip_mean(clip_mean, name)
         if self.use_sde and log_std_init is None:
             log_std_init = -2.0
         self.log_std_init = self._check_log_std_init(log_std_init, name)
@@ -201,6 +206,15 @@ class ActionAdapter(Component):
                                    where=f"{name}(pre_network_spec)", hint="move the pre-network's layers into "
                                    "the network, or leave use_sde off.")
         return bool(use_sde)
+
+    def _check_clip_mean(self, value: Any, name: str) -> Optional[float]:
+        if value is None:
+            return None
+        if not self.use_sde or isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(value) and value > 0):
+            raise RLGraphSpecError("clip_mean must be a positive number, with use_sde", where=f"{name}(clip_mean)",
+                                   received=repr(value), hint="e.g. 2.0 (Stable-Baselines3's SAC with gSDE).")
+        return float(value)
 
     def create_variables(self, input_spaces, action_space=None):
         if self.use_sde:
@@ -271,6 +285,8 @@ class ActionAdapter(Component):
     def _graph_fn_sde_parameters(self, action_layer_output, nn_output):
         mean = reshape_last(action_layer_output[..., self.add_units:] if self.add_units else action_layer_output,
                             self.action_shape)
+        if self.clip_mean is not None:
+            mean = backend_maths().clip(mean, -self.clip_mean, self.clip_mean)
         log_std = state_dependent_log_std(nn_output, self.sde_log_std, LOG_STD_MIN, LOG_STD_MAX)
         return mean, reshape_last(log_std, self.action_shape)
 

@@ -75,6 +75,7 @@ class Policy(Component):
         get_action_and_log_prob: (actions, log_probs) (nested).
         reset_noise(): new gSDE exploration noise (only for policies with gSDE leaves, see
             `ActionAdapter(use_sde=True)`: their stochastic actions are mean + that noise).
+        get_adapter_outputs_and_noise: (parameters, {flat key: gSDE noise}) (gSDE policies only).
         get_log_prob(nn_inputs, actions): log p(actions) (nested; per element for FloatBox leaves).
         get_entropy: Entropies (nested).
         get_log_prob_and_entropy(nn_inputs, actions): (log_probs, entropies), one network pass.
@@ -127,7 +128,7 @@ class Policy(Component):
         # mean + the adapter's exploration noise; `reset_noise` draws that noise anew.
         self.sde_keys = [key for key, adapter in self.action_adapters.items() if getattr(adapter, "use_sde", False)]
         if not self.sde_keys:
-            self.switch_off_apis(["reset_noise"])
+            self.switch_off_apis(["reset_noise", "get_adapter_outputs_and_noise"])
 
     @property
     def sde_sample_freq(self) -> int:
@@ -291,6 +292,14 @@ class Policy(Component):
         for key, distribution in self.distributions.items():
             actions[key], log_probs[key] = distribution.sample_and_log_prob(parameters[key], self.max_likelihood)
         return self._nest(actions), self._nest(log_probs)
+
+    @rlgraph_api
+    def get_adapter_outputs_and_noise(self, nn_inputs, internal_states=None):
+        """(distribution parameters nested like the action space, {flat key: gSDE exploration noise}
+        of the gSDE leaves) from one network pass (only for policies with gSDE leaves)."""
+        out = self._nn_output(nn_inputs, internal_states)["output"]
+        parameters = self._nest(self._adapters_of(out, "get_parameters"))
+        return parameters, {key: self.action_adapters[key].get_exploration_noise(out) for key in self.sde_keys}
 
     @rlgraph_api
     def reset_noise(self):
