@@ -92,6 +92,30 @@ def test_own_time_limit_and_gym_time_limit_set_truncated():
     assert terminal and info["truncated"] and not info["terminated"]
 
 
+def test_continuous_actions_are_clipped_to_the_bounds_before_the_gym_env_steps():
+    """MountainCarContinuous charges 0.1 a^2 for the action it is given, while its physics uses the
+    action clipped to [-1, 1]: an action of 3 costs what an action of 1 costs (0.1), as under SB3."""
+    rewards = {}
+    for action in (1.0, 3.0):
+        env = OpenAIGymEnv("MountainCarContinuous-v0", seed=7)
+        env.reset()
+        states, rewards[action] = [], []
+        for _ in range(3):
+            state, reward, _, _ = env.step(np.array([action], np.float32))
+            states.append(state)
+            rewards[action].append(reward)
+        rewards[action] = (np.array(rewards[action]), np.array(states))
+        env.terminate()
+    np.testing.assert_allclose(rewards[3.0][0], [-0.1] * 3, rtol=1e-6)
+    np.testing.assert_array_equal(rewards[3.0][0], rewards[1.0][0])
+    np.testing.assert_array_equal(rewards[3.0][1], rewards[1.0][1])
+    # Inside the bounds nothing changes: a = 0.5 costs 0.025.
+    env = OpenAIGymEnv("MountainCarContinuous-v0", seed=7)
+    env.reset()
+    assert env.step(np.array([0.5], np.float32))[1] == pytest.approx(-0.025)
+    env.terminate()
+
+
 def test_same_seed_same_trajectory_and_reseeding_repeats_it():
     def rollout(env, steps=40):
         out = [env.reset()]

@@ -14,7 +14,7 @@ How SB3's hyperparameters map onto rlgraph's agents:
   SB3's (V - G)^2); A2C's RMSprop with SB3's alpha and epsilon (both add epsilon outside the root);
   continuous actions: SB3's Gaussian policy, a state-independent log-std from `log_std_init`
   (`ActionAdapter(log_std_init=...)`) and unsquashed samples (`bounded_distribution_type`
-  "normal"), which the environments clip to their bounds as SB3 clips them; where the zoo sets
+  "normal"), which `OpenAIGymEnv` clips to the bounds as SB3 clips them; where the zoo sets
   `use_sde`, gSDE (`ActionAdapter(use_sde=True)`, its log-std matrix from `log_std_init`, one noise
   matrix per env, SB3's `sde_sample_freq`);
 - SAC: warmup_random_steps = steps_before_update = learning_starts, a soft update (tau) after
@@ -67,9 +67,11 @@ def threshold(pair: ZooPair) -> Optional[float]:
 
 
 def to_env_action(pair: ZooPair) -> Callable[[Any], Any]:
-    """Converts one action of a batch into what the gymnasium env takes."""
-    if is_continuous(pair):
-        return lambda action: np.asarray(action, dtype=np.float32).reshape(-1)
+    """Converts one action of a batch into what the gymnasium env takes (continuous actions clipped
+    to the env's bounds, symmetric in the table's envs)."""
+    if is_continuous(pair):  # (Clipped to the bounds, as SB3's `predict` and rlgraph's OpenAIGymEnv clip.)
+        bound = CONTINUOUS_ENVS[pair.env_id]
+        return lambda action: np.clip(np.asarray(action, dtype=np.float32).reshape(-1), -bound, bound)
     return int
 
 
@@ -162,7 +164,7 @@ def _pg_common(pair: ZooPair, hp: Dict[str, Any]) -> dict:
               "weight_vf": 2.0 * hp["vf_coef"], "network_spec": _layers(hp, "", hidden),
               "value_function_spec": _layers(hp, "vf-", hidden), "action_adapter_spec": head}
     if is_continuous(pair):
-        # SB3's Gaussian: a free log-std, actions unsquashed (the envs clip them to their bounds);
+        # SB3's Gaussian: a free log-std, actions unsquashed (OpenAIGymEnv clips them to the bounds);
         # with use_sde, gSDE with one noise matrix per env and SB3's sde_sample_freq.
         config["action_adapter_spec"] = dict(head, log_std_init=hp["log_std_init"])
         if hp.get("use_sde"):

@@ -38,6 +38,11 @@ class OpenAIGymEnv(Environment):
     adapter does not repeat actions on top; otherwise the adapter repeats each action `frameskip`
     times, sums the rewards and stops early when the episode ends.
 
+    Continuous actions (a float `Box`) are clipped to the action space's bounds before the gym env
+    steps, as Stable-Baselines3 clips them: an unsquashed Gaussian policy samples outside them, and
+    an env whose reward reads the action it was given (MountainCarContinuous's energy cost of
+    0.1 a^2) would charge for the part beyond the bounds that its physics ignores.
+
     Args:
         gym_env: A registered id (made with `gymnasium.make(gym_env, **kwargs)`) or a made env object.
             gymnasium's "module:EnvId" form (which imports `module`) is refused unless
@@ -90,6 +95,7 @@ class OpenAIGymEnv(Environment):
         super().__init__(self.translate_space(self.gym_env.observation_space),
                          self.translate_space(self.gym_env.action_space))
         self._discrete_actions = type(self.gym_env.action_space).__name__ == "Discrete"
+        self._action_bounds = _float_box_bounds(self.gym_env.action_space)
         self._has_fire = self._game_supports_fire()
         self._pending_seed: Optional[int] = None
         self._lives: Optional[int] = None
@@ -228,6 +234,9 @@ class OpenAIGymEnv(Environment):
     def _convert_action(self, actions: Any) -> Any:
         if self._discrete_actions:
             return int(np.asarray(actions))
+        if self._action_bounds is not None:
+            low, high = self._action_bounds
+            return np.clip(np.asarray(actions, dtype=low.dtype), low, high)
         return actions
 
     def _merge_frames(self, previous: Any, last: Any) -> Any:
@@ -330,3 +339,10 @@ class OpenAIGymEnv(Environment):
 
     def __str__(self) -> str:
         return f"OpenAIGymEnv({self.env_id or type(self.gym_env.unwrapped).__name__})"
+
+
+def _float_box_bounds(space: Any) -> Optional[tuple]:
+    """(low, high) arrays of a gym float `Box` action space; None for any other space."""
+    if type(space).__name__ != "Box" or not np.issubdtype(np.dtype(space.dtype), np.floating):
+        return None
+    return np.asarray(space.low, dtype=space.dtype), np.asarray(space.high, dtype=space.dtype)
