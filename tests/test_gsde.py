@@ -221,3 +221,22 @@ def test_clip_mean_clips_the_gaussian_mean(backend):
     assert np.abs(mean).max() > 0.05
     np.testing.assert_allclose(got_mean, np.clip(mean, -0.05, 0.05), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_log_std, np.log(std), rtol=1e-5, atol=1e-6)
+
+
+def test_a_checkpoint_keeps_the_noise_and_the_steps_since_its_draw(backend, tmp_path):
+    """Resumed between two draws, the agent draws at the same step with the same noise until then
+    (PyTorch resumes its random generator exactly; TF's stateful ops cannot, see agent_state.py)."""
+    state = np.full(4, 0.2, np.float32)
+    agent = _ppo(backend, sample_freq=3)
+    for _ in range(2):
+        agent.get_action(state)
+    agent.store_model(str(tmp_path / "ckpt"))
+    expected = [agent.get_action(state) for _ in range(3)]
+    resumed = _ppo(backend, sample_freq=3)
+    resumed.load_model(str(tmp_path / "ckpt"))
+    assert resumed._sde_steps == 2
+    got = [resumed.get_action(state) for _ in range(3)]
+    np.testing.assert_array_equal(got[0], expected[0])  # The stored noise; its draw is at the next call.
+    assert not np.array_equal(got[1], got[0])
+    if backend == "pytorch":
+        np.testing.assert_array_equal(np.array(got), np.array(expected))

@@ -156,3 +156,5 @@ class AgentCheckpoints:
         self.buffers.buffers = payload["buffers"]
         if payload.get("reward_scaler") is not None:
             self.reward_scaler.restore(payload["reward_scaler"])
+        if payload.get("sde_steps") is not None and getattr(self, "sde_sample_freq", None) is not None:
+            self._sde_steps = payload["sde_steps"]

@@ -71,6 +71,8 @@ def save_agent_state(directory: str, agent: Any) -> None:
                      "backend": "rng/backend" in arrays}}
     if agent.reward_scaler is not None:
         state["reward_scaler"] = agent.reward_scaler.state(lambda env_id: _encode_env_id(env_id, where))
+    if getattr(agent, "sde_sample_freq", None) is not None:  # gSDE: exploring steps since the last noise draw.
+        state["sde_steps"] = int(agent._sde_steps)
     write_json(os.path.join(directory, STATE_FILE), state)
     with open(os.path.join(directory, ARRAYS_FILE), "wb") as handle:
         np.savez(handle, **arrays)
@@ -85,7 +87,8 @@ def load_agent_state(files: Any, agent: Any) -> Dict[str, Any]:
 
     Returns:
         {"counters", "max_timesteps", "buffers" (env id -> [Transition]), "rng", "backend",
-        "reward_scaler" (its checked state, or None)}.
+        "reward_scaler" (its checked state, or None), "sde_steps" (gSDE agents: exploring steps
+        since the last noise draw, or None)}.
 
     Raises:
         RLGraphCheckpointError: A missing or damaged file, a state of another agent type, or a
@@ -132,8 +135,11 @@ def load_agent_state(files: Any, agent: Any) -> Dict[str, Any]:
     scaler = None
     if agent.reward_scaler is not None and "reward_scaler" in state:  # (Older checkpoints: it starts afresh.)
         scaler = agent.reward_scaler.checked_state(state["reward_scaler"], _decode_env_id, where)
+    sde_steps = state.get("sde_steps")
+    if sde_steps is not None:
+        check_counter(sde_steps, "sde_steps", where)
     return {"counters": counters, "max_timesteps": max_timesteps, "buffers": buffers, "rng": rng,
-            "backend": state.get("backend"), "reward_scaler": scaler}
+            "backend": state.get("backend"), "reward_scaler": scaler, "sde_steps": sde_steps}
 
 
 def restore_rng(payload: dict, executor: Any) -> None:

@@ -261,12 +261,15 @@ class PolicyGradientAgent(SDEScheduleMixin, Agent):
         out = self._executor().execute(("get_batch_losses", [batch, np.float32(clip_ratio), weight_entropy]))
         return PGUpdate(*out)
 
-    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True, **kwargs) -> Any:
+    def get_action(self, states: Any, internals: Any = None, use_exploration: bool = True,
+                   apply_preprocessing: bool = True, extra_returns: Any = None,
+                   time_percentage: Optional[float] = None) -> Any:
         """`Agent.get_action`; with gSDE, exploring calls draw new noise on the schedule of
         `sde_schedule.py`."""
         if use_exploration:
             self._count_sde_step()
-        return super().get_action(states, internals, use_exploration, **kwargs)
+        return super().get_action(states, internals, use_exploration, apply_preprocessing, extra_returns,
+                                  time_percentage)
 
     def get_state_values(self, states: Any, apply_preprocessing: bool = True) -> np.ndarray:
         """V(s) of one state or a batch [B]."""
