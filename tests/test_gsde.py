@@ -240,3 +240,27 @@ def test_a_checkpoint_keeps_the_noise_and_the_steps_since_its_draw(backend, tmp_
     assert not np.array_equal(got[1], got[0])
     if backend == "pytorch":
         np.testing.assert_array_equal(np.array(got), np.array(expected))
+
+
+def test_the_distribution_equals_stable_baselines3s_gsde(backend):
+    """Same features, log-std matrix and unit noise: the same actions (mean + noise) and log-probabilities
+    as SB3's StateDependentNoiseDistribution (full_std, exp, features not learned), and its entropy."""
+    import torch
+    from stable_baselines3.common.distributions import StateDependentNoiseDistribution
+    test = ComponentTest(_policy(), input_spaces=dict(nn_inputs=STATE), backend=backend)
+    states = np.random.RandomState(5).randn(3, 4).astype(np.float32)  # 3 rows: matrix 0 for all.
+    values = test.get_variable_values()
+    phi, mean, _, sigma, z = _reference(values, states)
+    sb3 = StateDependentNoiseDistribution(ACTIONS, full_std=True, use_expln=False, learn_features=False)
+    sb3.latent_sde_dim = LATENT
+    log_std = torch.tensor(values["action-adapter-0/sde-log-std"])
+    sb3.proba_distribution(torch.tensor(mean, dtype=torch.float32), log_std, torch.tensor(phi, dtype=torch.float32))
+    sb3.exploration_mat = torch.tensor(sigma * z[0], dtype=torch.float32)  # SB3 keeps sigma * Z.
+    sb3.exploration_matrices = sb3.exploration_mat[None].repeat(2, 1, 1)
+    expected_actions = sb3.sample().numpy()
+    expected_log_probs = sb3.log_prob(torch.tensor(expected_actions)).numpy()  # (Summed over the action.)
+    actions, log_probs = test.test(("get_action_and_log_prob", states))
+    np.testing.assert_allclose(actions, expected_actions, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(log_probs.sum(axis=-1), expected_log_probs, rtol=1e-4, atol=1e-4)
+    entropy = test.test(("get_entropy", states))
+    np.testing.assert_allclose(entropy.sum(axis=-1), sb3.entropy().numpy(), rtol=1e-4, atol=1e-4)
