@@ -22,6 +22,9 @@ extras = {
     "torch": ["torch>=2.1"],
     "ray": ["ray>=2.9,<3"],
     "atari": ["ale-py>=0.9", "opencv-python-headless>=4.8"],
+    # `training_spec.vectorization: "envpool"`: Atari games stepped in EnvPool's C++ thread pool. envpool's
+    # metadata requires its MuJoCo asset packages too (about 740 MB installed), although Atari needs none.
+    "envpool": ["envpool>=1.2.5"],
     # LunarLander and LunarLanderContinuous (gymnasium's Box2D envs; the zoo table's configs/zoo/ uses them).
     "box2d": ["box2d>=2.3.10"],
     # `rlgraph benchmark dqn-sb3` runs Stable-Baselines3 as the peer; pyinstrument profiles the runs.
@@ -40,11 +43,11 @@ extras = {
     # The test suite also runs the Atari adapter on the real ALE, the dqn-sb3 benchmark's smoke test,
     # the Ape-X executor on Ray (a local Ray and a `ray start --head` cluster on 127.0.0.1) and the
     # strict build of the documentation site (tests/test_docs_site.py); TensorBoard loads the event files;
-    # Box2D runs the LunarLander configs of configs/zoo/.
+    # Box2D runs the LunarLander configs of configs/zoo/; EnvPool's vector env runs against the same games.
     # pytest-xdist spreads the suite over the CPU cores (conftest.py: `python -m pytest` runs `-n auto`).
     "test": ["pytest>=8", "pytest-xdist>=3.6", "hypothesis>=6.100", "scipy>=1.11", "ale-py>=0.9",
              "opencv-python-headless>=4.8", "stable-baselines3>=2.3", "ray>=2.9,<3", "tensorboard>=2.16",
-             "box2d>=2.3.10"]
+             "box2d>=2.3.10", "envpool>=1.2.5"]
             + DOCS + EXPORT + VIDEO,
 }
 extras["all"] = sorted({req for reqs in extras.values() for req in reqs})

@@ -263,7 +263,7 @@ def test_training_envs_by_vectorization():
 
 def test_bad_vectorization_values_are_refused():
     with pytest.raises(RLGraphSpecError, match=r"train\(training_spec.vectorization\): training_spec.vectorization "
-                                               r"must be one of \['sync', 'async'\]") as info:
+                                               r"must be one of \['sync', 'async', 'envpool'\]") as info:
         resolve_config(_tiny_config("asnyc"))
     assert "received 'asnyc'" in str(info.value) and "did you mean 'async'?" in str(info.value)
     with pytest.raises(RLGraphSpecError, match=r"must be one of"):

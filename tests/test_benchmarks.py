@@ -189,4 +189,10 @@ def test_async_envs_quick(tmp_path):
         for contender in ("sequential", "async"):
             assert math.isfinite(run[contender]["frames_per_s"]) and run[contender]["frames_per_s"] > 0
         assert run["speed_up"] == pytest.approx(run["async"]["frames_per_s"] / run["sequential"]["frames_per_s"])
+    if importlib.util.find_spec("envpool"):  # (The test extra has it: EnvPool runs the Atari rows.)
+        runs = result["runs"]
+        assert "envpool" not in runs["CartPole + 2 ms sleep, random actions"]
+        for name in ("Pong, random actions", f"Pong, DQN acting ({backend})"):
+            assert runs[name]["envpool"]["frames_per_s"] > 0 and runs[name]["envpool_speed_up"] == pytest.approx(
+                runs[name]["envpool"]["frames_per_s"] / runs[name]["sequential"]["frames_per_s"])
     assert json.loads(out.read_text())["benchmark"] == "async-envs"

@@ -1,8 +1,10 @@
-"""Parallel environments: env frames/s of `AsyncVectorEnv` against `SequentialVectorEnv` on Pong.
+"""Parallel environments: env frames/s of `AsyncVectorEnv` and `EnvPoolVectorEnv` against `SequentialVectorEnv` on Pong.
 
 Both vector envs hold `--envs` copies (default 4) of the environment of configs/dqn_pong.json
 (`AtariEnv` Pong: frameskip 4, 84x84 grayscale frames, 4 stacked, no-op starts, episodic life),
-seeded alike. Two measurements, side by side in one run:
+seeded alike, and, where envpool is installed (the envpool extra) and the env is an Atari game,
+`EnvPoolVectorEnv` with the same settings (the games in EnvPool's C++ thread pool, one thread per
+env up to the cores). Two measurements, side by side in one run:
 
 1. **Random actions, no agent**: `step` with a uniformly random action per env, finished envs
    reset with `reset(i)` as the worker does. This is the speed-up the subprocesses can give.
@@ -58,10 +60,16 @@ def load_config(path: Optional[str] = None) -> tuple:
 
 
 def make_envs(num_environments: int, env_spec: dict, start_method: str) -> Dict[str, Any]:
-    """The two contenders, seeded alike: {"sequential": SequentialVectorEnv, "async": AsyncVectorEnv}."""
+    """The contenders, seeded alike: {"sequential": SequentialVectorEnv, "async": AsyncVectorEnv} and,
+    for an Atari spec with envpool installed, "envpool": EnvPoolVectorEnv."""
+    import importlib.util
     from rlgraph.environments import AsyncVectorEnv, SequentialVectorEnv
-    return {"sequential": SequentialVectorEnv(num_environments, env_spec, seed=SEED),
+    envs = {"sequential": SequentialVectorEnv(num_environments, env_spec, seed=SEED),
             "async": AsyncVectorEnv(num_environments, env_spec, seed=SEED, start_method=start_method)}
+    if isinstance(env_spec, dict) and env_spec.get("type") == "atari" and importlib.util.find_spec("envpool"):
+        from rlgraph.environments import EnvPoolVectorEnv
+        envs["envpool"] = EnvPoolVectorEnv(num_environments, env_spec, seed=SEED)
+    return envs
 
 
 def random_stepper(envs: Any, seed: int) -> Callable[[int], float]:
@@ -176,10 +184,15 @@ def main(argv: Optional[List[str]] = None) -> Dict:
     for run, figures in runs.items():
         seq, asy = figures["sequential"]["frames_per_s"], figures["async"]["frames_per_s"]
         figures["speed_up"] = asy / seq
-        rows.append([run, seq, asy, f"{asy / seq:.2f}x"])
+        pool = figures.get("envpool", {}).get("frames_per_s")
+        if pool is not None:
+            figures["envpool_speed_up"] = pool / seq
+        rows.append([run, seq, asy, f"{asy / seq:.2f}x", "-" if pool is None else pool,
+                     "-" if pool is None else f"{pool / seq:.2f}x"])
     print(f"{args.envs} envs each, {label} from {source}, {num_steps} env steps per block, {rounds} rounds, "
           f"{os.cpu_count()} CPUs, start method {args.start_method} (env frames/s, medians)")
-    print(format_table(["run", "SequentialVectorEnv", "AsyncVectorEnv", "speed-up"], rows))
+    print(format_table(["run", "SequentialVectorEnv", "AsyncVectorEnv", "speed-up", "EnvPoolVectorEnv", "speed-up"],
+                       rows))
     result = {"benchmark": "async-envs", "env_spec": env_spec, "config": source, "num_environments": args.envs,
               "steps_per_round": num_steps, "rounds": rounds, "start_method": args.start_method, "runs": runs}
     path = write_results(result, args.out)

@@ -7,6 +7,8 @@ PPO contenders (each in a process of its own, one after another, `run_isolated`)
   minibatches, the Nature CNN; PyTorch) with `training_spec.vectorization` "sync": the worker
   steps its 8 `AtariEnv`s in turn in its own process (`SequentialVectorEnv`);
 - `rlgraph-async`: the same with "async": the envs in subprocesses (`AsyncVectorEnv`);
+- `rlgraph-envpool`: the same with "envpool": the games in EnvPool's C++ thread pool
+  (`EnvPoolVectorEnv`, the envpool extra);
 - `sb3-dummy`: SB3's `PPO("CnnPolicy")` with the same hyperparameters on `make_atari_env`
   ("PongNoFrameskip-v4" with SB3's `AtariWrapper`: no-op starts, frame skip 4 with max-pooling,
   episodic life, FIRE reset, 84x84 grayscale, clipped rewards) and `VecFrameStack(4)`, its envs in
@@ -42,7 +44,7 @@ CONFIG_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pa
                            "configs", "ppo_pong.json")
 SB3_ENV_ID = "PongNoFrameskip-v4"
 DQN_CONFIG_FILE = os.path.join(os.path.dirname(CONFIG_FILE), "dqn_pong.json")
-PPO_CONTENDERS = ("rlgraph-sync", "rlgraph-async", "sb3-dummy", "sb3-subproc")
+PPO_CONTENDERS = ("rlgraph-sync", "rlgraph-async", "rlgraph-envpool", "sb3-dummy", "sb3-subproc")
 DQN_CONTENDERS = ("dqn-rlgraph", "dqn-sb3")
 CONTENDERS = PPO_CONTENDERS + DQN_CONTENDERS
 BASELINES = {"ppo": "sb3-dummy", "dqn": "dqn-sb3"}

@@ -4,6 +4,7 @@ from rlgraph.environments.async_vector_env import AsyncVectorEnv
 from rlgraph.environments.atari import AtariEnv
 from rlgraph.environments.deepmind_lab import DeepmindLabEnv
 from rlgraph.environments.env_utils import RLGraphMissingDependencyError, allow_env_module_import
+from rlgraph.environments.envpool_env import EnvPoolVectorEnv
 from rlgraph.environments.environment import Environment
 from rlgraph.environments.grid_world import GridWorld
 from rlgraph.environments.openai_gym import OpenAIGymEnv
@@ -42,5 +43,5 @@ Environment.__unsupported_types__ = {
 register_environment_maker(Environment.from_spec)
 
 __all__ = ["Environment", "OpenAIGymEnv", "GridWorld", "RandomEnv", "VectorEnv", "SequentialVectorEnv",
-           "AsyncVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError",
+           "AsyncVectorEnv", "EnvPoolVectorEnv", "AtariEnv", "DeepmindLabEnv", "ActionRepeatEnv", "RLGraphMissingDependencyError",
            "allow_env_module_import"]

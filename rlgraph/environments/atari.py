@@ -34,6 +34,15 @@ PROTOCOLS = {
 }
 
 
+def atari_settings(protocol: Optional[str], given: dict, where: str = "AtariEnv") -> dict:
+    """The settings an Atari env runs with: `DEFAULTS`, then the `protocol`'s, then the arguments
+    `given` that are not None (names of `DEFAULTS`)."""
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise RLGraphSpecError("unknown Atari protocol", where=f"{where}(protocol)", expected=sorted(PROTOCOLS),
+                               received=repr(protocol))
+    return {**DEFAULTS, **PROTOCOLS.get(protocol, {}), **{k: v for k, v in given.items() if v is not None}}
+
+
 class AtariEnv(OpenAIGymEnv):
     """An ALE game with frame skipping, max-pooling, down-scaling and frame stacking.
 
@@ -98,11 +107,8 @@ class AtariEnv(OpenAIGymEnv):
                      max_num_noops=max_num_noops, episodic_life=episodic_life, fire_reset=fire_reset,
                      clip_rewards=clip_rewards, max_pool_frames=max_pool_frames, max_episode_steps=max_episode_steps,
                      repeat_action_probability=repeat_action_probability)
-        if protocol is not None and protocol not in PROTOCOLS:
-            raise RLGraphSpecError("unknown Atari protocol", where="AtariEnv(protocol)", expected=sorted(PROTOCOLS),
-                                   received=repr(protocol))
+        settings = atari_settings(protocol, given)
         self.protocol = protocol
-        settings = {**DEFAULTS, **PROTOCOLS.get(protocol, {}), **{k: v for k, v in given.items() if v is not None}}
         self.settings = settings  # What this env runs with (after the protocol and the explicit arguments).
         frame_size, frame_stack, frameskip = settings["frame_size"], settings["frame_stack"], settings["frameskip"]
         self.frame_size = (frame_size, frame_size) if np.ndim(frame_size) == 0 else tuple(frame_size)

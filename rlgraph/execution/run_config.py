@@ -29,9 +29,10 @@ TRAINING_SPEC_DEFAULTS: Dict[str, Any] = {
     "record_video_every": 0,         # env steps between greedy-episode GIFs in videos/ (0: none)
     "hooks": [],                     # "package.module:Class" or {"type": ..., **arguments} (hooks.load_hook)
     "loggers": [],                   # {"type": "wandb", "project": ...}, {"type": "mlflow", "experiment": ...}
-    "vectorization": "sync",         # "sync": envs stepped in turn here; "async": each in a subprocess
+    "vectorization": "sync",         # "sync": envs stepped in turn here; "async": each in a subprocess;
+                                     # "envpool": Atari games in EnvPool's C++ thread pool
 }
-VECTORIZATIONS = ("sync", "async")
+VECTORIZATIONS = ("sync", "async", "envpool")
 
 
 def apply_overrides(config: dict, overrides: Iterable[str]) -> dict:
@@ -113,7 +114,8 @@ def check_training_spec(spec: Dict[str, Any]) -> Dict[str, Any]:
         spec[key] = check_number(spec[key], f"training_spec.{key}", "train", low=low, integer=True,
                                  hint="0 switches it off." if low == 0 and "interval" in key else None)
     spec["vectorization"] = check_choice(spec["vectorization"], VECTORIZATIONS, "training_spec.vectorization", "train",
-                                         hint='"async" steps each training env in its own subprocess.')
+                                         hint='"async" steps each training env in its own subprocess, "envpool" '
+                                              'Atari games in EnvPool\'s thread pool.')
     spec["stop_at_return"] = check_number(spec["stop_at_return"], "training_spec.stop_at_return", "train",
                                           allow_none=True, hint="null trains for all num_timesteps.")
     from rlgraph.execution.hooks import check_hook_spec

@@ -50,8 +50,12 @@ NEW_RUN, RESUMED_RUN = "train(output_dir, --output-dir)", "train(resume, --resum
 
 
 def training_envs(env_spec: Any, training_spec: Dict[str, Any], seed: Optional[int]) -> Any:
-    """What the training worker steps: an `AsyncVectorEnv` for `vectorization` "async" with several
-    environments, else `env_spec` itself (the worker makes a `SequentialVectorEnv`)."""
+    """What the training worker steps: an `EnvPoolVectorEnv` for `vectorization` "envpool", an
+    `AsyncVectorEnv` for "async" with several environments, else `env_spec` itself (the worker
+    makes a `SequentialVectorEnv`)."""
+    if training_spec["vectorization"] == "envpool":
+        from rlgraph.environments.envpool_env import EnvPoolVectorEnv
+        return EnvPoolVectorEnv(training_spec["num_environments"], env_spec, seed=seed)
     if training_spec["vectorization"] != "async" or training_spec["num_environments"] == 1:
         return env_spec
     from rlgraph.environments.async_vector_env import AsyncVectorEnv
@@ -191,11 +195,13 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.video import training_videos
     if is_distributed(config):
-        if config["training_spec"]["vectorization"] == "async":
-            raise RLGraphSpecError("vectorization 'async' is for runs in one worker", where="train(training_spec."
-                                   "vectorization)", expected='"sync" for a distributed (Ape-X, IMPALA) config',
-                                   received='"async"', hint="a distributed run's workers step their own envs; "
-                                   "ray_spec.worker_spec.num_worker_environments sets how many.")
+        vectorization = config["training_spec"]["vectorization"]
+        if vectorization != "sync":
+            raise RLGraphSpecError(f"vectorization {vectorization!r} is for runs in one worker",
+                                   where="train(training_spec.vectorization)",
+                                   expected='"sync" for a distributed (Ape-X, IMPALA) config',
+                                   received=repr(vectorization), hint="a distributed run's workers step their own "
+                                   "envs; ray_spec.worker_spec.num_worker_environments sets how many.")
         from rlgraph.execution.distributed_training import train_distributed
         return train_distributed(config, output_dir=output_dir, progress=progress, ray_address=ray_address,
                                  point=point)
@@ -223,6 +229,12 @@ def _train(config: dict, point: Any, output_dir: Optional[str], progress: bool, 
     first_step = run.steps
     hooks = run_hooks(spec, config, hooks, loggers)
     envs = training_envs(env_spec, spec, seed)
+    if spec["vectorization"] == "envpool" and (envs.state_space != agent.state_space or
+                                               envs.action_space != agent.action_space):
+        envs.terminate()
+        raise RLGraphSpecError("EnvPool's game has other spaces than the environment spec's", where="train(training_spec."
+                               "vectorization)", expected=f"{agent.state_space}, {agent.action_space}",
+                               received=f"{envs.state_space}, {envs.action_space}")
     worker = SingleThreadedWorker(agent, envs, num_environments=spec["num_environments"], seed=seed,
                                   hooks=step_hooks(hooks))
     worker.total_steps, worker.total_episodes = run.steps, run.episodes  # (CSV steps continue on resume.)
