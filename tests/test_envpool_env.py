@@ -138,6 +138,8 @@ def test_bad_indices_and_render_are_refused():
 
 
 def test_rlgraph_train_steps_pong_in_envpool(tmp_path):
+    # (PyTorch only: the vectorization is the worker's, below any backend; both backends act through the
+    # same `get_action`, tested elsewhere.)
     summary = train("configs/ppo_pong.json", backend="pytorch", seed=1, num_timesteps=64, progress=False,
                     overrides=["training_spec.vectorization=envpool", "training_spec.num_environments=2",
                                "training_spec.evaluation_interval=0", "training_spec.log_interval=32"])
