@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import time
+import types
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,7 +35,15 @@ RUN_SETTINGS = ("steps", "seeds", "eval_episodes")  # The keys of a QUICK dict t
 
 
 def require_sb3(benchmark: str) -> Any:
-    """The `stable_baselines3` module (raises `RLGraphMissingDependencyError` naming the extra)."""
+    """The `stable_baselines3` module (raises `RLGraphMissingDependencyError` naming the extra).
+
+    Importing SB3 imports `torch.utils.tensorboard`, whose TensorBoard loads TensorFlow when it is
+    installed (about 5 s of CPU here, and its threads) although SB3 only needs TensorBoard's own
+    stub to write event files. In a process that has not imported TensorFlow, TensorBoard is told
+    to use that stub (`tensorboard.compat.notf`, TensorBoard's own switch), so a PyTorch benchmark
+    process never loads TensorFlow. A process that already runs TensorFlow keeps it."""
+    if "tensorflow" not in sys.modules and "tensorboard.compat.notf" not in sys.modules:
+        sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
     return import_optional("stable_baselines3", package="stable-baselines3", where=f"benchmark {benchmark}",
                            hint=INSTALL_HINT)
 
