@@ -51,10 +51,10 @@ def _doctest_names(doctest_namespace):
 
 
 def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # Not Linux.
-        return os.cpu_count() or 1
+    """The cores this process may use: its affinity, at most its container's CPU quota (see
+    rlgraph/utils/cpus.py)."""
+    from rlgraph.utils.cpus import usable_cpus
+    return usable_cpus()
 
 
 def _available_gib() -> float:

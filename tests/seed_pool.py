@@ -14,9 +14,10 @@ next test gets a new pool.
 """
 import atexit
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+
+from rlgraph.utils.cpus import usable_cpus
 
 _pool = None
 
@@ -30,7 +31,7 @@ def seed_pool() -> ProcessPoolExecutor:
 
 
 def pool_size() -> int:
-    return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def discard_if_broken(error: BaseException) -> None:

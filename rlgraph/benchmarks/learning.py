@@ -48,6 +48,7 @@ from rlgraph.benchmarks import rl_statistics as stats
 from rlgraph.benchmarks.common import format_table, make_parser, write_results
 from rlgraph.benchmarks.learning_runs import EVAL_SEED_BASE, greedy_returns, rlgraph_study_config, run_job
 from rlgraph.benchmarks.learning_variants import ALGOS, QUICK, SB3, VARIANTS, StudyAlgo
+from rlgraph.utils.cpus import usable_cpus
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 # The study's names, wherever they live now (`rlgraph.benchmarks.learning.VARIANTS`, ...).
@@ -297,7 +298,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--steps", type=int, help="env steps per run (default: the algorithm's)")
     parser.add_argument("--eval-interval", type=int, help="env steps between evaluations (default: the algorithm's)")
     parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per evaluation (default: 10)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at once (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=usable_cpus(), help="runs at once (default: the usable CPUs)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                         help="override a value of every rlgraph run's config")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="summarize the runs of earlier results; no training")

@@ -43,6 +43,7 @@ from rlgraph.benchmarks.learning_runs import evaluated_run, train_rlgraph, train
 from rlgraph.benchmarks.learning_variants import SB3
 from rlgraph.benchmarks.zoo_configs import EVALUATIONS_PER_RUN, threshold
 from rlgraph.benchmarks.zoo_report import report
+from rlgraph.utils.cpus import usable_cpus
 from rlgraph.benchmarks.zoo_table import BY_NAME, ZOO_PAIRS, ZooPair
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import closest_match
@@ -166,7 +167,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                         help="greedy evaluations over a run (default: %(default)s)")
     parser.add_argument("--eval-interval", type=int, help="env steps between evaluations (overrides --evaluations)")
     parser.add_argument("--eval-episodes", type=int, default=10, help="greedy episodes per evaluation (default: 10)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at once (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=usable_cpus(), help="runs at once (default: the usable CPUs)")
     parser.add_argument("--fresh", action="store_true", help="start the runs log anew instead of continuing it")
     parser.add_argument("--merge", nargs="+", metavar="FILE", help="summarize the runs of earlier results (.json) "
                         "or logs (.runs.jsonl); no training")

@@ -20,7 +20,6 @@ name only ("Pong", "ALE/Pong-v5"; not "PongNoFrameskip-v4").
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -31,6 +30,7 @@ from rlgraph.environments.environment import Environment
 from rlgraph.environments.openai_gym import OpenAIGymEnv
 from rlgraph.environments.vector_env import VectorEnv, check_num_environments, split_actions
 from rlgraph.spaces import IntBox
+from rlgraph.utils.cpus import usable_cpus
 from rlgraph.utils.rlgraph_errors import RLGraphEnvError, RLGraphError, RLGraphSpecError
 
 ENVPOOL_INSTALL_HINT = 'install it with `pip install -c constraints.txt -e ".[envpool]"`'
@@ -77,8 +77,7 @@ class EnvPoolVectorEnv(VectorEnv):
         self.grayscale = bool(self.settings["grayscale"])
         self.clip_rewards = bool(self.settings["clip_rewards"])
         self.episodic_life = bool(self.settings["episodic_life"])
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        self.num_threads = int(num_threads) if num_threads is not None else min(self.num_environments, cores)
+        self.num_threads = int(num_threads) if num_threads is not None else min(self.num_environments, usable_cpus())
         self._pool = None
         self._states: List[Optional[np.ndarray]] = [None] * self.num_environments
         self._lives = np.zeros(self.num_environments, np.int64)

@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from rlgraph.agents.specs import check_seed
+from rlgraph.utils.cpus import usable_cpus
 from rlgraph.utils.module_imports import trust_spec_modules
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
@@ -96,7 +97,7 @@ def train_seeds(config: dict, seeds: Sequence[int], run_dir: str, jobs: Optional
         config: A config as `training.resolve_config` returns it.
         seeds: Distinct seeds in [0, 2**32 - 1].
         run_dir: The run directory (created).
-        jobs: Processes at once (default: min(len(seeds), os.cpu_count())).
+        jobs: Processes at once (default: min(len(seeds), the usable CPUs: `rlgraph.utils.cpus`)).
         ray_address: Passed on to each seed (`--ray-address`).
         command: (config path, seed, seed directory) -> argv of one seed (default: `child_command`).
         echo: Prints a line of the report.
@@ -112,7 +113,7 @@ def train_seeds(config: dict, seeds: Sequence[int], run_dir: str, jobs: Optional
     if not seeds or len(set(seeds)) != len(seeds):
         raise RLGraphError("the seeds must be distinct", where="rlgraph train --seeds", expected="one or more seeds",
                            received=" ".join(map(str, seeds)) or "none")
-    jobs = min(len(seeds), os.cpu_count() or 1) if jobs is None else jobs
+    jobs = min(len(seeds), usable_cpus()) if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise RLGraphError("at least one job is needed", where="rlgraph train --jobs", expected="an int >= 1",
                            received=repr(jobs))
