@@ -28,6 +28,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in WORKER_THREAD_VARIABLES:
         os.environ.setdefault(_name, "1")
 
+# Ray starts its worker processes (the actors: sample workers, replay shards, learners) at nice 15, so
+# that they never starve Ray's own processes. In the suite they then starve behind everything else:
+# the other pytest worker, the learning tests' seed processes, and the test's own driver, whose learner
+# thread keeps updating (at nice 0) while it waits for them. Measured on 2 cores with two busy
+# processes beside it: the Ape-X TF workload of test_apex_ray.py waited over 120 s for its first
+# actor (which ran at 3% of a core) and failed; at nice 0 the whole workload took 61 s. Every Ray the
+# suite starts (ray.init here, `rlgraph train` and `ray start` in child processes) reads this
+# variable; it changes what gets the CPU, not what the tests compute.
+os.environ.setdefault("RAY_worker_niceness", "0")
+
 import numpy as np  # noqa: E402 - after the thread variables (see above)
 import pytest  # noqa: E402
 
