@@ -43,8 +43,8 @@ from rlgraph.benchmarks.learning_runs import evaluated_run, train_rlgraph, train
 from rlgraph.benchmarks.learning_variants import SB3
 from rlgraph.benchmarks.zoo_configs import EVALUATIONS_PER_RUN, threshold
 from rlgraph.benchmarks.zoo_report import report
-from rlgraph.utils.cpus import usable_cpus
 from rlgraph.benchmarks.zoo_table import BY_NAME, ZOO_PAIRS, ZooPair
+from rlgraph.utils.cpus import usable_cpus
 from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import closest_match
 
@@ -138,11 +138,14 @@ def run_zoo_job(job: dict) -> dict:
 
 
 def warm_imports() -> None:
-    """Imports what the runs use, once per process, so that no run's seconds include it (importing
-    SB3 takes seconds: it pulls in TensorBoard's TF)."""
+    """Imports what the runs use, once per process, so that no run's seconds include it (SB3
+    through `require_sb3`, which keeps TensorBoard from loading TensorFlow)."""
     import importlib
-    for module in ("gymnasium", "stable_baselines3", "rlgraph.benchmarks.zoo_configs",
-                   "rlgraph.execution.single_threaded_worker", "rlgraph.execution.training"):
+
+    from rlgraph.benchmarks.sb3_peer import require_sb3
+    require_sb3(NAME)
+    for module in ("gymnasium", "rlgraph.benchmarks.zoo_configs", "rlgraph.execution.single_threaded_worker",
+                   "rlgraph.execution.training"):
         importlib.import_module(module)
 
 
