@@ -28,7 +28,8 @@ ALGOS: Dict[str, StudyAlgo] = {
 # --quick: a run of seconds through every phase (warm-up, updates, two evaluations), 2 seeds.
 QUICK = {"steps": 600, "eval_interval": 300, "eval_episodes": 2, "seeds": [1, 2],
          "hyperparameters": {"dqn": {"learning_starts": 100, "train_freq": 64, "gradient_steps": 8},
-                             "ppo": {"n_epochs": 2}, "sac": {"learning_starts": 100, "batch_size": 64, "net_arch": [64, 64]}}}
+                             "ppo": {"n_epochs": 2},
+                             "sac": {"learning_starts": 100, "batch_size": 64, "net_arch": [64, 64]}}}
 
 
 def _glorot_init(config: dict) -> dict:
