@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402 - after the thread variables (see above)
 import pytest  # noqa: E402
 
 import rlgraph.spaces  # noqa: E402
+from rlgraph.utils.cpus import usable_cpus  # noqa: E402 - the cores: affinity, at most the CPU quota
 
 # Each worker imports TensorFlow and PyTorch (about 1.5 GiB resident) and some tests start more
 # processes of their own: a local Ray with its actors, the learning tests' one process per seed (up to
@@ -58,13 +59,6 @@ def _doctest_names(doctest_namespace):
     doctest_namespace["np"] = np
     for name in rlgraph.spaces.__all__:
         doctest_namespace[name] = getattr(rlgraph.spaces, name)
-
-
-def _usable_cpus() -> int:
-    """The cores this process may use: its affinity, at most its container's CPU quota (see
-    rlgraph/utils/cpus.py)."""
-    from rlgraph.utils.cpus import usable_cpus
-    return usable_cpus()
 
 
 def _available_gib() -> float:
@@ -87,7 +81,7 @@ def pytest_xdist_auto_num_workers(config):
     override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if override:
         return int(override)
-    workers = min(_usable_cpus(), MAX_AUTO_WORKERS, int(_available_gib() // GIB_PER_WORKER))
+    workers = min(usable_cpus(), MAX_AUTO_WORKERS, int(_available_gib() // GIB_PER_WORKER))
     return workers if workers >= 2 else 0
 
 
