@@ -290,30 +290,24 @@ def test_files_of_another_memory_are_refused(tmp_path):
     assert os.path.exists(path)
 
 
-def _dqn(memory_type, tmp_path=None):
+def _dqn(memory_type, backend="pytorch", sequence=2, state_space=None, **memory):
     from rlgraph.agents import Agent
     return Agent.from_spec(dict(
         type="dqn", network_spec=[{"type": "reshape", "flatten": True}, {"type": "dense", "units": 8}],
-        preprocessing_spec=[{"type": "sequence", "sequence_length": 2, "add_rank": False}],
-        memory_spec={"type": memory_type, "capacity": 16, "alpha": 0.6, "beta": 0.4}, n_step=2,
+        preprocessing_spec=[{"type": "sequence", "sequence_length": sequence, "add_rank": False}] if sequence else None,
+        memory_spec=dict({"type": memory_type, "capacity": 16, "alpha": 0.6, "beta": 0.4}, **memory), n_step=2,
         update_spec={"batch_size": 4, "steps_before_update": 0, "update_interval": 1}, execution_spec={"seed": 1}),
-        state_space=IntBox(0, 256, shape=(3, 3, 1), dtype="uint8"), action_space=IntBox(2), backend="pytorch")
+        state_space=state_space or IntBox(0, 256, shape=(3, 3, 1), dtype="uint8"), action_space=IntBox(2),
+        backend=backend)
 
 
-def test_dqn_learns_the_same_from_both_memories(caplog, tmp_path):
-    """A DQN agent with memory_spec "frame-replay" (frame_stack from its "sequence" preprocessor) is
-    allocated and logged at build, learns exactly as with "mem-prioritized-replay", and its
-    checkpoint holds the replay."""
-    with caplog.at_level(logging.INFO, logger="rlgraph.components.memories.frame_replay"):
-        frames = _dqn("frame-replay")
-    assert isinstance(frames.replay.memory, FrameReplay) and frames.replay.memory.frame_stack == 2
-    assert "FrameReplay: capacity 16 (33 frames of (3, 3, 1) uint8, 2 per state)" in caplog.text
-    naive = _dqn("mem-prioritized-replay")
+def _feed_the_same_stream(agents, steps=24):
+    """Observes one random frame stream (episodes of 7 steps) in each agent and updates each after
+    step 16; returns each agent's update losses."""
     rng = np.random.RandomState(0)
-    agents = (naive, frames)
     states = [agent.preprocess_states(np.zeros((3, 3, 1), np.uint8)) for agent in agents]
-    losses = [[], []]
-    for t in range(24):
+    losses = [[] for _ in agents]
+    for t in range(steps):
         frame, reward, terminal = rng.randint(0, 256, size=(3, 3, 1)).astype(np.uint8), rng.rand(), t % 7 == 6
         for i, agent in enumerate(agents):
             next_state = agent.preprocess_states(frame)
@@ -324,12 +318,100 @@ def test_dqn_learns_the_same_from_both_memories(caplog, tmp_path):
                 states[i] = agent.preprocess_states(frame)
             if t >= 16:
                 losses[i].append(agent.update()[1])
+    return losses
+
+
+def test_dqn_learns_the_same_from_both_memories(caplog, tmp_path):
+    """A DQN agent with memory_spec "frame-replay" (frame_stack from its "sequence" preprocessor) is
+    allocated and logged at build, learns exactly as with "mem-prioritized-replay", and its
+    checkpoint holds the replay."""
+    with caplog.at_level(logging.INFO, logger="rlgraph.components.memories.frame_replay"):
+        frames = _dqn("frame-replay")
+    assert isinstance(frames.replay.memory, FrameReplay) and frames.replay.memory.frame_stack == 2
+    assert "FrameReplay: capacity 16 (33 frames of (3, 3, 1) uint8, 2 per state)" in caplog.text
+    naive = _dqn("mem-prioritized-replay", store_frames_once=False)
+    assert type(naive.replay.memory) is MemPrioritizedReplay
+    losses = _feed_the_same_stream((naive, frames))
     assert frames.memory_size() == naive.memory_size() == 16
     assert len(losses[0]) == 8 and np.array_equal(losses[0], losses[1])
     frames.store_model(str(tmp_path))
     restored = _dqn("frame-replay")
     restored.load_model(str(tmp_path))
     assert restored.memory_size() == 16 and restored.replay.memory.pool.live == frames.replay.memory.pool.live
+
+
+def test_a_numpy_memory_of_stacked_frames_stores_each_frame_once_by_itself(backend, caplog):
+    """"mem-prioritized-replay" of image states stacked by a "sequence" preprocessor becomes a
+    FrameReplay (store_frames_once "auto"), logged, and learns exactly as the whole-state memory."""
+    with caplog.at_level(logging.INFO, logger="rlgraph.agents.replay_access"):
+        auto = _dqn("mem_prioritized_replay", backend=backend)
+    assert isinstance(auto.replay.memory, FrameReplay) and auto.replay.memory.frame_stack == 2
+    assert (auto.replay.memory.capacity, auto.replay.memory.alpha, auto.replay.memory.beta) == (16, 0.6, 0.4)
+    assert "the states are stacks of 2 frames, so each frame is stored once" in caplog.text
+    plain = _dqn("mem-prioritized-replay", backend=backend, store_frames_once=False)
+    assert type(plain.replay.memory) is MemPrioritizedReplay
+    losses = _feed_the_same_stream((plain, auto))
+    assert len(losses[0]) == 8 and np.array_equal(losses[0], losses[1])
+    assert auto.replay.memory.pool.live < 2 * 2 * 16  # (Frames shared by consecutive states, once each.)
+
+
+def test_which_numpy_memories_store_frames_once():
+    # Known stacks of images: the "sequence" length, or memory_spec.frame_stack (an env's stack).
+    two = IntBox(0, 256, shape=(3, 3, 2), dtype="uint8")
+    assert _dqn("mem-prioritized-replay", sequence=None, frame_stack=2, state_space=two).replay.memory.frame_stack == 2
+    always = _dqn("mem-prioritized-replay", sequence=None, state_space=IntBox(0, 256, shape=(3, 3, 4), dtype="uint8"),
+                  store_frames_once=True)
+    assert isinstance(always.replay.memory, FrameReplay) and always.replay.memory.frame_stack == 4
+    # Unknown stacking, vectors, a stack that does not divide the last axis, or false: whole states.
+    for agent in (_dqn("mem-prioritized-replay", sequence=None),
+                  _dqn("mem-prioritized-replay", state_space=FloatBox(shape=(4,))),
+                  _dqn("mem-prioritized-replay", sequence=None, frame_stack=2,
+                       state_space=IntBox(0, 256, shape=(3, 3, 3), dtype="uint8")),
+                  _dqn("mem-prioritized-replay", store_frames_once=False)):
+        assert type(agent.replay.memory) is MemPrioritizedReplay, agent.preprocessed_state_space
+    with pytest.raises(RLGraphSpecError, match=r"store_frames_once must be \"auto\", true or false.*'yes'"):
+        _dqn("mem-prioritized-replay", store_frames_once="yes")
+    with pytest.raises(RLGraphSpecError, match=r"memory_spec.frame_stack"):
+        _dqn("mem-prioritized-replay", frame_stack=0)
+    with pytest.raises(RLGraphSpecError, match=r"unknown key\(s\) \['store_frames_once'\]"):
+        _dqn("frame-replay", store_frames_once=False)
+
+
+def test_rlgraph_train_tells_the_memory_the_environments_frame_stack():
+    """An Atari env stacks 4 frames itself: the run passes its frame_stack on, and a numpy memory of a
+    config that names none stores each frame once (the config's own dict stays as it was)."""
+    from rlgraph.agents.replay_access import with_env_frame_stack
+    from rlgraph.execution.run_config import make_agent_and_env
+    config = {"type": "dqn", "network_spec": [{"type": "reshape", "flatten": True}, {"type": "dense", "units": 2}],
+              "memory_spec": {"type": "mem-prioritized-replay", "capacity": 8},
+              "environment_spec": {"type": "atari", "game": "Pong", "frame_stack": 4}, "backend": "pytorch"}
+    agent, _ = make_agent_and_env(config)
+    assert isinstance(agent.replay.memory, FrameReplay) and agent.replay.memory.frame_stack == 4
+    assert config["memory_spec"] == {"type": "mem-prioritized-replay", "capacity": 8}
+    agent.terminate()
+    spec = {"memory_spec": {"type": "replay-memory"}}
+    assert with_env_frame_stack(spec, 4) is spec  # (An in-graph memory samples otherwise: left as it is.)
+    spec = {"memory_spec": {"type": "frame-replay", "frame_stack": 2}}
+    assert with_env_frame_stack(spec, 4) is spec and with_env_frame_stack({}, 4) == {}
+
+
+def test_apex_shards_of_stacked_frames_store_each_frame_once():
+    from rlgraph.execution.ray.apex.replay_shard import resolve_shard_memory_spec
+    from rlgraph.execution.ray.specs import split_ray_spec
+    _, spec = split_ray_spec({"type": "apex", "execution_spec": {}})
+    plain = spec["apex_replay_spec"]["memory_spec"]
+    assert "type" not in plain and (plain["store_frames_once"], plain["frame_stack"]) == ("auto", None)
+    images = _dqn("mem-prioritized-replay", sequence=None, state_space=IntBox(0, 256, shape=(3, 3, 4),
+                                                                             dtype="uint8"))
+    assert resolve_shard_memory_spec(plain, images, env_frame_stack=4) == dict(
+        {k: v for k, v in plain.items() if k not in ("store_frames_once", "frame_stack")},
+        type="frame-replay", frame_stack=4, frame_capacity=None, compress=False)
+    for agent, env_stack, store in ((images, None, "auto"), (images, 4, False), (images, 3, "auto")):
+        resolved = resolve_shard_memory_spec(dict(plain, store_frames_once=store), agent, env_stack)
+        assert resolved == {k: v for k, v in plain.items() if k not in ("store_frames_once", "frame_stack")}
+    ray_spec = {"apex_replay_spec": {"memory_spec": {"type": "frame-replay", "store_frames_once": False}}}
+    with pytest.raises(RLGraphSpecError, match=r"a frame replay stores each frame once"):
+        split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
 
 
 def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
@@ -342,8 +424,8 @@ def test_apex_shards_serve_the_same_batches_and_snapshots(tmp_path):
     assert spec["apex_replay_spec"]["memory_spec"] == {"type": "frame-replay", "capacity": 40, "alpha": 0.6,
                                                        "beta": 0.4, "epsilon": 1e-6, "frame_stack": 4,
                                                        "frame_capacity": None, "compress": False}
-    ray_spec["apex_replay_spec"]["memory_spec"] = {"capacity": 40, "frame_stack": 4}
-    with pytest.raises(RLGraphSpecError, match=r"unknown key\(s\) \['frame_stack'\] in memory_spec"):
+    ray_spec["apex_replay_spec"]["memory_spec"] = {"capacity": 40, "frame_stacks": 4}
+    with pytest.raises(RLGraphSpecError, match=r"unknown key\(s\) \['frame_stacks'\] in memory_spec"):
         split_ray_spec({"type": "apex", "execution_spec": {"ray_spec": ray_spec}})
     records, _ = make_records(seed=6, num_envs=2, n_step=3, steps=120)
     plain = {"capacity": 20, "alpha": 0.6, "beta": 0.4}

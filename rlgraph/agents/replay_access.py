@@ -12,6 +12,11 @@ https://arxiv.org/abs/1511.05952) live in the graph; "mem-prioritized-replay" is
 the numpy `FrameReplay` for stacked-frame states (the same keys plus "frame_stack", default: the
 length of a "sequence" preprocessor, else 4, "frame_capacity" and "compress"), which stores each frame once
 and is allocated, logged and checked against the free memory when the agent is built. A
+"mem-prioritized-replay" becomes a `FrameReplay` by itself ("store_frames_once": "auto", the default)
+when its states are known to be stacked frames: images ([H, W, k * C]) of a "sequence" preprocessor
+of length k, or of an environment that stacks k frames (`rlgraph train` passes the environment's
+`frame_stack` on as "frame_stack"). It returns the same batches (frames are found by their bytes), so
+only the bytes change; "store_frames_once": false keeps whole states, true always splits them. A
 prioritized memory's importance weights weigh the TD loss per item, and the sampled records get
 the absolute TD errors as their new priorities.
 """
@@ -24,9 +29,10 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from rlgraph.agents.specs import check_number, check_spec
+from rlgraph.agents.specs import check_number, check_positive_int, check_spec
 from rlgraph.components.component import Component
-from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay, frame_replay_bytes
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, FrameReplay, check_store_frames_once, \
+    frame_replay_bytes, holds_stacked_frames
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.components.memories.memory_size import check_memory_size, format_bytes, record_bytes
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
@@ -40,8 +46,8 @@ logger = logging.getLogger(__name__)
 MEMORY_FILE = "python_memory.npz"
 # memory_spec types (after `_` -> `-`, lower case) of the numpy memory kept next to the graph, and its keys.
 PYTHON_MEMORY_TYPES = ("mem-prioritized-replay", "mem-prioritized")
-PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed")
-FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS + ("frame_stack", "frame_capacity", "compress")
+PYTHON_MEMORY_KEYS = ("capacity", "alpha", "beta", "epsilon", "seed", "frame_stack", "store_frames_once")
+FRAME_MEMORY_KEYS = PYTHON_MEMORY_KEYS[:-1] + ("frame_capacity", "compress")
 
 
 class ReplayAccess(abc.ABC):
@@ -118,9 +124,15 @@ class PythonReplay(ReplayAccess):
 
     in_graph = False
 
-    def __init__(self, memory: MemPrioritizedReplay, executor: Callable[[], Any]):
+    def __init__(self, memory: MemPrioritizedReplay, executor: Callable[[], Any],
+                 frame_stack: Optional[int] = None, memory_args: Optional[dict] = None):
+        """`frame_stack`: the states' frames per stack where they are known to be stacked frames and
+        "store_frames_once" is "auto": `prepare` then makes the memory a `FrameReplay` of
+        `memory_args` (the plain memory's arguments) for image states."""
         super().__init__(executor)
         self.memory = memory
+        self._auto_frame_stack = frame_stack
+        self._memory_args = dict(memory_args or {})
 
     def insert(self, records: dict) -> None:
         self.memory.insert_records(records)
@@ -137,11 +149,20 @@ class PythonReplay(ReplayAccess):
         Args:
             records_space: The record space (ranks stripped).
         """
+        states = records_space["states"]
+        if not isinstance(self.memory, FrameReplay) and self.memory.size == 0 and \
+                holds_stacked_frames(states, self._auto_frame_stack):
+            plain_bytes = self.memory.capacity * record_bytes(records_space)
+            self.memory = FrameReplay(frame_stack=self._auto_frame_stack, **self._memory_args)
+            logger.info("%s: the states are stacks of %d frames, so each frame is stored once (a FrameReplay of "
+                        "~%s instead of ~%s, the same batches); memory_spec store_frames_once false keeps whole "
+                        "states.", type(self.memory).__name__, self._auto_frame_stack,
+                        format_bytes(frame_replay_bytes(self.memory.capacity, states, self._auto_frame_stack)),
+                        format_bytes(plain_bytes))
         if isinstance(self.memory, FrameReplay):
             if self.memory.record_space is None:
                 self.memory.allocate(records_space)
             return
-        states = records_space["states"]
         # Stacked uint8 images (Atari's 84x84x4) in a large plain memory: point to the frame replay.
         if isinstance(states, BoxSpace) and np.dtype(states.dtype) == np.uint8 and len(states.shape) == 3 and \
                 states.shape[-1] % 4 == 0 and self.memory.capacity * record_bytes(records_space) >= 2 ** 30:
@@ -224,9 +245,16 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
                           owner)
         spec = {k: v for k, v in spec.items() if v is not None}
         spec.setdefault("seed", seed)
+        store_once = check_store_frames_once(spec.pop("store_frames_once", "auto"), f"{owner}(memory_spec)")
+        frames = frames or store_once is True
+        frame_stack = spec.pop("frame_stack", None)
+        if frame_stack is not None:
+            frame_stack = check_positive_int(frame_stack, "memory_spec.frame_stack", owner)
+        frame_stack = frame_stack or sequence_length(preprocessing_spec)
         if frames:
-            spec.setdefault("frame_stack", sequence_length(preprocessing_spec) or 4)
-        return None, PythonReplay((FrameReplay if frames else MemPrioritizedReplay)(**spec), executor)
+            return None, PythonReplay(FrameReplay(frame_stack=frame_stack or 4, **spec), executor)
+        return None, PythonReplay(MemPrioritizedReplay(**spec), executor,
+                                  frame_stack=frame_stack if store_once == "auto" else None, memory_args=spec)
     memory = Component.from_spec(spec)
     if not isinstance(memory, (ReplayMemory, PrioritizedReplay)):
         raise RLGraphSpecError(f"{algorithm} learns from a replay memory", where=f"{owner}(memory_spec)",
@@ -234,6 +262,19 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
                                         '"frame-replay"',
                                received=repr(memory_spec.get("type")))
     return memory, GraphReplay(executor)
+
+
+def with_env_frame_stack(agent_spec: dict, frame_stack: Any) -> dict:
+    """`agent_spec` with an environment's `frame_stack` (`AtariEnv` and EnvPool stack frames
+    themselves) put into a numpy memory_spec that names none, so that the memory knows its states
+    are stacked frames (see `make_replay`); `agent_spec` itself is not changed."""
+    memory = agent_spec.get("memory_spec")
+    if not isinstance(frame_stack, int) or isinstance(frame_stack, bool) or frame_stack < 2 or \
+            not isinstance(memory, dict) or memory.get("frame_stack") is not None:
+        return agent_spec
+    if str(memory.get("type", "")).replace("_", "-").lower() not in PYTHON_MEMORY_TYPES + FRAME_MEMORY_TYPES:
+        return agent_spec
+    return dict(agent_spec, memory_spec=dict(memory, frame_stack=frame_stack))
 
 
 def sequence_length(preprocessing_spec: Any) -> Optional[int]:

@@ -173,6 +173,7 @@ def make_agent_and_env(config: dict):
     `distributed_training.learner_config`), e.g. to load an Ape-X checkpoint's `learner/`.
     """
     from rlgraph.agents import Agent
+    from rlgraph.agents.replay_access import with_env_frame_stack
     from rlgraph.environments import Environment
     if is_distributed(config):
         from rlgraph.execution.distributed_training import learner_config
@@ -180,7 +181,8 @@ def make_agent_and_env(config: dict):
     env_spec = config["environment_spec"]
     probe = Environment.from_spec(env_spec)
     state_space, action_space = probe.state_space, probe.action_space
+    env_frame_stack = getattr(probe, "frame_stack", None)  # (AtariEnv and EnvPool stack frames themselves.)
     probe.terminate()
-    agent_spec = {k: v for k, v in config.items() if k not in RUN_SECTIONS}
+    agent_spec = with_env_frame_stack({k: v for k, v in config.items() if k not in RUN_SECTIONS}, env_frame_stack)
     agent = Agent.from_spec(agent_spec, state_space=state_space, action_space=action_space)
     return agent, env_spec

@@ -74,6 +74,29 @@ def frame_shape_of(state_shape: tuple, frame_stack: int, where: str) -> tuple:
     return tuple(state_shape[:-1]) + (state_shape[-1] // frame_stack,)
 
 
+def holds_stacked_frames(state_space: Any, frame_stack: Optional[int]) -> bool:
+    """Whether states of `state_space` (ranks stripped) are stacks of `frame_stack` images, which a
+    `FrameReplay` can split into frames: a box of rank 3 or more ([H, W, k * C]) whose last axis
+    holds `frame_stack` > 1 frames. Vectors (a CartPole state stacked by a "sequence" preprocessor)
+    are not: their frames are too small for a frame's bookkeeping to pay."""
+    if frame_stack is None or frame_stack < 2 or not isinstance(state_space, BoxSpace):
+        return False
+    shape = tuple(state_space.strip_ranks().shape)
+    return len(shape) >= 3 and shape[-1] % frame_stack == 0
+
+
+def check_store_frames_once(value: Any, where: str) -> Any:
+    """`memory_spec.store_frames_once` of a numpy prioritized memory: "auto" (the default: each frame
+    once where the states are known to be stacked frames), True (always, as type "frame-replay")
+    or False (whole states)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise RLGraphSpecError("store_frames_once must be \"auto\", true or false", where=f"{where}(store_frames_once)",
+                           received=repr(value))
+
+
 def _tree_bytes(capacity: int) -> int:
     return 2 * 2 * 2 ** (int(capacity) - 1).bit_length() * 8
 

@@ -18,7 +18,7 @@ import logging
 from typing import Any, Dict, Tuple
 
 from rlgraph.agents.specs import check_bool, check_directory, check_number, check_positive_int, check_seed, check_spec
-from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES
+from rlgraph.components.memories.frame_replay import FRAME_MEMORY_TYPES, check_store_frames_once
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,8 @@ APEX_REPLAY_SPEC_DEFAULTS: Dict[str, Any] = {
 # A ratio beyond this would sample each record a million times: surely a typo (and keeps the counts exact).
 MAX_REPLAY_RATIO = 1e6
 MEMORY_SPEC_DEFAULTS: Dict[str, Any] = {"type": "mem-prioritized-replay", "capacity": 100000, "alpha": 0.6,
-                                        "beta": 0.4, "epsilon": 1e-6}
+                                        "beta": 0.4, "epsilon": 1e-6, "frame_stack": None,
+                                        "store_frames_once": "auto"}
 # The further keys of a "frame-replay" memory (`FrameReplay`; frame_capacity, like capacity, over all shards).
 FRAME_SPEC_DEFAULTS: Dict[str, Any] = {"frame_stack": None, "frame_capacity": None, "compress": False}
 # Keys accepted for old configs but without effect on Ray 2 -> why.
@@ -201,6 +202,14 @@ def _check_values(spec: Dict[str, dict]) -> None:
         raise RLGraphSpecError("Ape-X replay shards are prioritized memories", where=f"{where}(memory_spec.type)",
                                expected='"mem-prioritized-replay", or "frame-replay" for stacked frames stored once',
                                received=repr(memory_type))
+    store_once = check_store_frames_once(memory.pop("store_frames_once"), f"{where}(memory_spec)")
+    if store_once is False and frames:
+        raise RLGraphSpecError("a frame replay stores each frame once", where=f"{where}(memory_spec.store_frames_once)",
+                               received="false", hint='use type "mem-prioritized-replay" to keep whole states.')
+    if not frames:  # (Made a "frame-replay" by the executor where its states are stacked frames.)
+        memory["store_frames_once"] = store_once
+        if memory["frame_stack"] is not None:
+            memory["frame_stack"] = check_positive_int(memory["frame_stack"], "memory_spec.frame_stack", where)
     if frames:
         memory["type"] = "frame-replay"
         for key in ("frame_stack", "frame_capacity"):

@@ -14,7 +14,7 @@ from rlgraph.execution.ray.apex.actors import ApexActors, ShardSlot, WorkerSlot
 from rlgraph.execution.ray.apex.checkpoints import ApexCheckpoints
 from rlgraph.execution.ray.apex.learner import LearnerThread
 from rlgraph.execution.ray.apex.pacing import ApexPacing
-from rlgraph.execution.ray.apex.replay_shard import complete_frame_replay_spec
+from rlgraph.execution.ray.apex.replay_shard import complete_frame_replay_spec, resolve_shard_memory_spec
 from rlgraph.execution.ray.ray_executor import RayExecutor, RLGraphDistributedError
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
@@ -120,6 +120,7 @@ class ApexExecutor(ApexActors, ApexCheckpoints, ApexPacing, RayExecutor):
         self._init_pacing()
         self.shard_memory_spec = dict(self.replay_spec["memory_spec"],
                                       capacity=max(1, self.replay_spec["memory_spec"]["capacity"] // num_shards))
+        self.shard_memory_spec = resolve_shard_memory_spec(self.shard_memory_spec, self.local_agent, env_frame_stack)
         if self.shard_memory_spec.get("type") == "frame-replay":
             complete_frame_replay_spec(self.shard_memory_spec, num_shards, self.local_agent, env_frame_stack)
         if self.agent_config.get("memory_spec") is not None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from rlgraph.agents.records import record_space
 from rlgraph.agents.replay_access import sequence_length
-from rlgraph.components.memories.frame_replay import FrameReplay, frame_replay_bytes
+from rlgraph.components.memories.frame_replay import FrameReplay, frame_replay_bytes, holds_stacked_frames
 from rlgraph.components.memories.memory_size import format_bytes
 from rlgraph.components.memories.mem_prioritized_replay import MemPrioritizedReplay
 from rlgraph.execution.ray.actors import process_id
@@ -53,6 +53,8 @@ class ReplayShard:
         spec = dict(memory_spec)
         memory_class = FrameReplay if spec.pop("type", "mem-prioritized-replay") == "frame-replay" else \
             MemPrioritizedReplay
+        if memory_class is MemPrioritizedReplay:  # (Applied by `resolve_shard_memory_spec` before.)
+            spec.pop("store_frames_once", None), spec.pop("frame_stack", None)
         self.memory = memory_class(seed=seed, **spec)
         self.batch_size = int(batch_size)
         self.min_sample_memory_size = int(min_sample_memory_size)
@@ -163,6 +165,22 @@ class ReplayShard:
                 "sampled_batches": self.num_sampled, "priority_updates": self.num_priority_updates,
                 "snapshot_time": self.snapshot_time, "restored_records": self.restored_records,
                 "inserted_since_load": self.inserted_since_load, "pid": process_id()}
+
+
+def resolve_shard_memory_spec(spec: dict, agent: Any, env_frame_stack: Optional[int]) -> dict:
+    """A shard's memory spec with its "store_frames_once" applied: a plain spec becomes a
+    "frame-replay" where the learner `agent`'s states are stacked frames (frame_stack given, else
+    the length of the agent's "sequence" preprocessor, else the env's own stack; see
+    `holds_stacked_frames`) or where store_frames_once is true. Such a shard serves the same batches."""
+    spec = dict(spec)
+    if spec.get("type") == "frame-replay":
+        return spec
+    store_once, frame_stack = spec.pop("store_frames_once", "auto"), spec.pop("frame_stack", None)
+    frame_stack = frame_stack or sequence_length(agent.preprocessing_spec) or env_frame_stack
+    if store_once is True or store_once == "auto" and holds_stacked_frames(agent.preprocessed_state_space,
+                                                                           frame_stack):
+        spec.update(type="frame-replay", frame_stack=frame_stack, frame_capacity=None, compress=False)
+    return spec
 
 
 def complete_frame_replay_spec(spec: dict, num_shards: int, agent: Any, env_frame_stack: Optional[int]) -> None:
