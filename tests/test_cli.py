@@ -71,6 +71,30 @@ def test_train_rejects_unknown_keys(capsys, tmp_path):
     assert main(["train", "configs/dqn_cartpole.json", "--set", "nonsense"]) == 2
 
 
+def test_log_level_prints_rlgraphs_messages_while_the_command_runs(capsys, tmp_path):
+    """--log-level info shows the build log (here the frame replay a "mem-prioritized-replay" of Atari
+    frames becomes, with its bytes); without it only warnings print, and the logger is as before after."""
+    from rlgraph.utils.util import root_logger
+    config = json.loads(open("configs/dqn_pong.json").read())
+    config["memory_spec"] = {"type": "mem-prioritized-replay", "capacity": 500}
+    config["update_spec"]["steps_before_update"] = 1000
+    path = tmp_path / "pong.json"
+    path.write_text(json.dumps(config))
+    level, handlers = root_logger.level, list(root_logger.handlers)
+    argv = ["train", str(path), "--backend", "pytorch", "--steps", "20", "--no-progress",
+            "--set", "training_spec.evaluation_interval=0"]
+    assert main(argv + ["--output-dir", str(tmp_path / "a"), "--log-level", "info"]) == 0
+    err = capsys.readouterr().err
+    assert "rlgraph.agents.replay_access: mem-prioritized-replay: the states are stacks of 4 frames" in err
+    assert "rlgraph.components.memories.frame_replay: FrameReplay: capacity 500 (" in err
+    assert (root_logger.level, root_logger.handlers) == (level, handlers)
+    assert main(argv + ["--output-dir", str(tmp_path / "b")]) == 0
+    assert "FrameReplay" not in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(argv + ["--log-level", "loud"])
+    assert "invalid choice: 'loud'" in capsys.readouterr().err
+
+
 def test_evaluate_without_a_checkpoint(capsys, tmp_path):
     assert main(["evaluate", str(tmp_path)]) == 2
     assert "has no manifest.json" in capsys.readouterr().err

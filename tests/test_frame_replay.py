@@ -347,7 +347,7 @@ def test_a_numpy_memory_of_stacked_frames_stores_each_frame_once_by_itself(backe
         auto = _dqn("mem_prioritized_replay", backend=backend)
     assert isinstance(auto.replay.memory, FrameReplay) and auto.replay.memory.frame_stack == 2
     assert (auto.replay.memory.capacity, auto.replay.memory.alpha, auto.replay.memory.beta) == (16, 0.6, 0.4)
-    assert "the states are stacks of 2 frames, so each frame is stored once" in caplog.text
+    assert "the states are stacks of 2 frames, so a FrameReplay stores each frame once" in caplog.text
     plain = _dqn("mem-prioritized-replay", backend=backend, store_frames_once=False)
     assert type(plain.replay.memory) is MemPrioritizedReplay
     losses = _feed_the_same_stream((plain, auto))

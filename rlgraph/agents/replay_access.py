@@ -152,13 +152,10 @@ class PythonReplay(ReplayAccess):
         states = records_space["states"]
         if not isinstance(self.memory, FrameReplay) and self.memory.size == 0 and \
                 holds_stacked_frames(states, self._auto_frame_stack):
-            plain_bytes = self.memory.capacity * record_bytes(records_space)
             self.memory = FrameReplay(frame_stack=self._auto_frame_stack, **self._memory_args)
-            logger.info("%s: the states are stacks of %d frames, so each frame is stored once (a FrameReplay of "
-                        "~%s instead of ~%s, the same batches); memory_spec store_frames_once false keeps whole "
-                        "states.", type(self.memory).__name__, self._auto_frame_stack,
-                        format_bytes(frame_replay_bytes(self.memory.capacity, states, self._auto_frame_stack)),
-                        format_bytes(plain_bytes))
+            logger.info("mem-prioritized-replay: the states are stacks of %d frames, so a FrameReplay stores each "
+                        "frame once and returns the same batches (memory_spec store_frames_once false keeps whole "
+                        "states).", self._auto_frame_stack)
         if isinstance(self.memory, FrameReplay):
             if self.memory.record_space is None:
                 self.memory.allocate(records_space)

@@ -7,7 +7,9 @@ The command imports no backend at start-up; each sub-command imports what it nee
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -21,6 +23,7 @@ import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
 from rlgraph.environments.env_utils import allow_env_module_import
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError, RLGraphInterrupted
+from rlgraph.utils.util import root_logger
 
 # Exit status of a sub-command that needs an optional package (or backend) that is not installed.
 EXIT_UNAVAILABLE = 3
@@ -28,6 +31,8 @@ EXIT_UNAVAILABLE = 3
 MAX_SEED = 2 ** 32 - 1
 # `rlgraph export`: format -> the default output's suffix (after "<checkpoint>-policy").
 EXPORT_SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx", "savedmodel": "-savedmodel"}
+# `--log-level` choices: the levels of python's logging module.
+LOG_LEVELS = ("debug", "info", "warning", "error")
 # What `rlgraph visualize` writes: SVG (drawn by rlgraph itself) or Graphviz DOT text.
 VISUALIZE_FORMATS = (".svg", ".dot")
 
@@ -100,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     visualize.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend to build with")
     visualize.add_argument("--output", help="output file, .svg or .dot (default: <config name>.svg)")
     for command in (train, evaluate, export, visualize):
+        command.add_argument("--log-level", choices=LOG_LEVELS,
+                             help="print rlgraph's messages of this level and above to stderr, e.g. info for the "
+                                  "build's figures and a replay memory's bytes (default: warnings only)")
         command.add_argument("--allow-env-module-import", action="store_true",
                              help="let env ids of the form MODULE:ENV_ID (in the config, --env or the checkpoint) "
                                   "import MODULE, which registers ENV_ID; only for modules you trust")
@@ -394,6 +402,25 @@ def _check_options(args) -> None:
                            expected="an int >= 1", received=episodes)
 
 
+@contextlib.contextmanager
+def _messages_to_stderr(level: Optional[str]):
+    """While the command runs: rlgraph's log messages of `level` and above go to stderr (None: as
+    python's logging has it, warnings only); the logger's level and handlers are restored after."""
+    if level is None:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    old_level = root_logger.level
+    root_logger.addHandler(handler)
+    root_logger.setLevel(level.upper())
+    try:
+        yield
+    finally:
+        root_logger.removeHandler(handler)
+        root_logger.setLevel(old_level)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `rlgraph` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -404,7 +431,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         _check_options(args)
         # Env ids may name a module only when the command line says so (env_utils.check_env_id).
-        with allow_env_module_import(getattr(args, "allow_env_module_import", False)):
+        with allow_env_module_import(getattr(args, "allow_env_module_import", False)), \
+                _messages_to_stderr(getattr(args, "log_level", None)):
             return commands[args.command](args)
     except RLGraphInterrupted as error:
         # The run saved a checkpoint; the status says which signal stopped it (128 + its number).
