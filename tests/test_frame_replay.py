@@ -281,6 +281,11 @@ def test_files_of_another_memory_are_refused(tmp_path):
         FrameReplay(capacity=8, frame_stack=2).load(path)
     with pytest.raises(RLGraphCheckpointError):
         MemPrioritizedReplay(capacity=8).load(path)
+    whole = MemPrioritizedReplay(capacity=8, seed=1)  # (A checkpoint of an agent before store_frames_once.)
+    whole.insert_records(records[0])
+    with pytest.raises(RLGraphCheckpointError, match=r"FrameReplay.load: the file was written by a memory of whole "
+                                                     r"states.*store_frames_once false"):
+        FrameReplay(capacity=8).load(whole.save(str(tmp_path / "whole")))
     with np.load(path) as stored:
         values = dict(stored)
     values["frame_ids"][0, 0, 0] = len(values["frames"])  # An id past the frames.

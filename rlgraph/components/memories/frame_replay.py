@@ -290,6 +290,13 @@ class FrameReplay(MemPrioritizedReplay):
 
     def _read_file(self, source: Any, where: str) -> tuple:
         values, state = super()._read_file(source, where)
+        missing = [key for key in ("frames", "frame_ids", "frame_stack") if key not in values]
+        if missing:
+            raise RLGraphCheckpointError("the file was written by a memory of whole states, not of frames", where=where,
+                                         expected="the members 'frames', 'frame_ids' and 'frame_stack'",
+                                         received=f"none of {missing}",
+                                         hint='load it into a "mem-prioritized-replay" with memory_spec '
+                                              'store_frames_once false (whole states).')
         frames, ids, size = values["frames"], values["frame_ids"], state["size"]
         if int(values["frame_stack"]) != self.frame_stack:
             raise RLGraphCheckpointError("the file was written by a frame replay of another frame_stack", where=where,
