@@ -146,6 +146,50 @@ def test_a2c_with_gsde_and_a_shared_value_head_acts_from_its_noise(backend):
     np.testing.assert_allclose(log_std, -2.0)  # Stable-Baselines3's default start.
 
 
+def test_learn_features_lets_the_gradient_into_the_features(backend):
+    """sde_learn_features (Stable-Baselines3's SAC: learn_features=True): the log-std and the noise
+    pass their gradient into phi, d/dphi_i sum_j 0.5 log(v_j) = sum_j phi_i sigma_ij^2 / v_j and
+    d/dphi_i sum_j (phi @ sigma Z)_j = sum_j (sigma Z)_ij; without it phi gets none. Same values."""
+    import rlgraph
+    from rlgraph.components.action_adapters.state_dependent_noise import exploration_noise, state_dependent_log_std
+    rng = np.random.RandomState(5)
+    phi, log_std, z = rng.randn(4, LATENT), rng.randn(LATENT, ACTIONS) * 0.5, rng.randn(1, LATENT, ACTIONS)
+    sigma = np.exp(log_std)
+    v = (phi ** 2) @ (sigma ** 2) + 1e-6
+    expected = {"log_std": (phi[:, :, None] * sigma[None] ** 2 / v[:, None, :]).sum(-1),
+                "noise": np.broadcast_to((sigma * z[0]).sum(-1), phi.shape)}
+    values = {"log_std": 0.5 * np.log(v), "noise": phi @ (sigma * z[0])}
+    if backend == "tf":
+        import tensorflow as tf
+        log_std_in, z_in = tf.constant(log_std, tf.float32), tf.constant(z, tf.float32)
+    else:
+        import torch
+        log_std_in, z_in = torch.tensor(log_std, dtype=torch.float32), torch.tensor(z, dtype=torch.float32)
+    for learn in (False, True):
+        fns = {"log_std": lambda p: state_dependent_log_std(p, log_std_in, -20.0, 2.0, learn),
+               "noise": lambda p: exploration_noise(p, log_std_in, z_in, -20.0, 2.0, learn)}
+        for name, fn in fns.items():
+            with rlgraph.backend_scope(backend):
+                if backend == "tf":
+                    x = tf.Variable(phi.astype(np.float32))
+                    with tf.GradientTape() as tape:
+                        out = fn(x)
+                        total = tf.reduce_sum(out)
+                    grad = tape.gradient(total, x)
+                    out, grad = out.numpy(), None if grad is None else grad.numpy()
+                else:
+                    x = torch.tensor(phi, dtype=torch.float32, requires_grad=True)
+                    out = fn(x)
+                    total = out.sum()
+                    grad = torch.autograd.grad(total, x, allow_unused=True)[0] if total.requires_grad else None
+                    out, grad = out.detach().numpy(), None if grad is None else grad.numpy()
+            np.testing.assert_allclose(out, values[name], rtol=1e-4, atol=1e-5)
+            if learn:
+                np.testing.assert_allclose(grad, expected[name], rtol=1e-4, atol=1e-5)
+            else:
+                assert grad is None or not np.any(grad), (name, grad)
+
+
 @pytest.mark.parametrize("case, match", [
     ({"action_space": IntBox(3)}, "FloatBox action"),
     ({"adapter": {"use_sde": True, "parameterization": "beta"}}, "normal parameterization"),
@@ -153,6 +197,8 @@ def test_a2c_with_gsde_and_a_shared_value_head_acts_from_its_noise(backend):
     ({"adapter": {"use_sde": "yes"}}, "use_sde must be a bool"),
     ({"adapter": {"use_sde": True, "sde_matrices": 0}}, "sde_matrices"),
     ({"adapter": {"use_sde": True, "sde_sample_freq": 0}}, "sde_sample_freq"),
+    ({"adapter": {"use_sde": True, "sde_learn_features": "yes"}}, "sde_learn_features must be a bool"),
+    ({"adapter": {"sde_learn_features": True}}, "true only with use_sde"),
 ])
 def test_bad_gsde_arguments_are_refused(case, match):
     adapter = case.get("adapter", {"use_sde": True})

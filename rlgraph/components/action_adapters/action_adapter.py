@@ -94,6 +94,9 @@ class ActionAdapter(Component):
             one `get_action` batch, so that each explores with its own (default 1).
         sde_sample_freq: gSDE: acting steps between two draws of the unit noise; -1 (default): a new
             draw only after each update (at the start of each rollout), as Stable-Baselines3's.
+        sde_learn_features: gSDE: let the policy's gradient flow through the features phi (in the
+            noise and its variance) back into the network, as Stable-Baselines3's SAC does
+            (`learn_features=True`); False (default, as its PPO and A2C): only sigma learns there.
         clip_mean: gSDE: clip the Gaussian mean to [-clip_mean, clip_mean] (no gradient beyond, as
             a hard tanh; Stable-Baselines3's SAC does this with 2.0 under gSDE). Default: no clip.
         pre_network_spec: Layers between the network output and the action layer (the original
@@ -129,7 +132,8 @@ class ActionAdapter(Component):
     def __init__(self, action_space: Any, add_units: int = 0, units: Optional[int] = None, weights_spec: Any = None,
                  biases_spec: Any = None, activation: Any = None, parameterization: str = "normal",
                  pre_network_spec: Any = None, log_std_init: Optional[float] = None, use_sde: bool = False,
-                 sde_matrices: int = 1, sde_sample_freq: int = -1, clip_mean: Optional[float] = None,
+                 sde_matrices: int = 1, sde_sample_freq: int = -1, sde_learn_features: bool = False,
+                 clip_mean: Optional[float] = None,
                  scope: str = "action-adapter", **kwargs):
         super().__init__(scope=scope, **kwargs)
         name = type(self).__name__
@@ -148,6 +152,10 @@ class ActionAdapter(Component):
         flat = int(np.prod(self.action_shape, dtype=np.int64))
         self.num_categories = self.action_space.num_categories if self.kind == "categorical" else 0
         self.use_sde = self._check_sde(use_sde, sde_matrices, sde_sample_freq, pre_network_spec, name)
+        if not isinstance(sde_learn_features, (bool, np.bool_)) or (sde_learn_features and not self.use_sde):
+            raise RLGraphSpecError("sde_learn_features must be a bool, true only with use_sde",
+                                   where=f"{name}(sde_learn_features)", received=repr(sde_learn_features))
+        self.sde_learn_features = bool(sde_learn_features)
         self.clip_mean = self._check_clip_mean(clip_mean, name)
         if self.use_sde and log_std_init is None:
             log_std_init = -2.0
@@ -287,12 +295,14 @@ class ActionAdapter(Component):
                             self.action_shape)
         if self.clip_mean is not None:
             mean = backend_maths().clip(mean, -self.clip_mean, self.clip_mean)
-        log_std = state_dependent_log_std(nn_output, self.sde_log_std, LOG_STD_MIN, LOG_STD_MAX)
+        log_std = state_dependent_log_std(nn_output, self.sde_log_std, LOG_STD_MIN, LOG_STD_MAX,
+                                          self.sde_learn_features)
         return mean, reshape_last(log_std, self.action_shape)
 
     @graph_fn(returns=1)
     def _graph_fn_exploration_noise(self, nn_output):
-        noise = exploration_noise(nn_output, self.sde_log_std, self.sde_noise, LOG_STD_MIN, LOG_STD_MAX)
+        noise = exploration_noise(nn_output, self.sde_log_std, self.sde_noise, LOG_STD_MIN, LOG_STD_MAX,
+                                  self.sde_learn_features)
         return reshape_last(noise, self.action_shape)
 
     @graph_fn

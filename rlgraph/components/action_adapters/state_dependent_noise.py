@@ -2,7 +2,8 @@
 maths of `ActionAdapter(use_sde=True)`.
 
 The exploration noise of a Gaussian policy is a linear function of the policy's latent features
-phi(s) (the network's output, without gradient to the network): noise = phi(s) @ E, with the
+phi(s) (the network's output; a gradient flows back into the network through them only with
+`learn_features`, as Stable-Baselines3's SAC has it, not its PPO/A2C): noise = phi(s) @ E, with the
 exploration matrix E = sigma * Z, sigma = exp(log_std) a trainable [latent, actions] matrix and Z a
 standard normal matrix drawn again only now and then (`resample_unit_noise`). Between two draws the
 same state gets the same noise, and nearby states similar noise: smooth exploration instead of new
@@ -31,28 +32,40 @@ def _std_matrix(log_std: Any, low: float, high: float) -> Any:
     return torch.exp(torch.clamp(log_std, low, high))
 
 
-def state_dependent_log_std(latent: Any, log_std: Any, low: float, high: float) -> Any:
-    """0.5 log(phi^2 @ sigma^2 + SDE_EPSILON): [..., actions] for features `latent` [..., latent]
-    (no gradient flows into them) and the log-std matrix [latent, actions] (clipped to [low, high])."""
-    sigma = _std_matrix(log_std, low, high)
+def _features(latent: Any, learn_features: bool) -> Any:
+    """phi: the features, with the gradient to the network only where `learn_features`."""
+    if learn_features:
+        return latent
     if get_backend() == "tf":
         import tensorflow as tf
-        phi = tf.stop_gradient(latent)
+        return tf.stop_gradient(latent)
+    return latent.detach()
+
+
+def state_dependent_log_std(latent: Any, log_std: Any, low: float, high: float, learn_features: bool = False) -> Any:
+    """0.5 log(phi^2 @ sigma^2 + SDE_EPSILON): [..., actions] for features `latent` [..., latent]
+    (a gradient flows into them only with `learn_features`) and the log-std matrix [latent, actions]
+    (clipped to [low, high])."""
+    sigma = _std_matrix(log_std, low, high)
+    phi = _features(latent, learn_features)
+    if get_backend() == "tf":
+        import tensorflow as tf
         return 0.5 * tf.math.log(tf.einsum("...i,ij->...j", tf.square(phi), tf.square(sigma)) + SDE_EPSILON)
     import torch
-    phi = latent.detach()
     return 0.5 * torch.log(torch.einsum("...i,ij->...j", phi * phi, sigma * sigma) + SDE_EPSILON)
 
 
-def exploration_noise(latent: Any, log_std: Any, unit_noise: Any, low: float, high: float) -> Any:
+def exploration_noise(latent: Any, log_std: Any, unit_noise: Any, low: float, high: float,
+                      learn_features: bool = False) -> Any:
     """phi(s) @ (sigma * Z): [B, actions] (or [B, T, actions]) for features `latent`, the log-std
     matrix [latent, actions] and the unit-noise matrices Z [M, latent, actions] (see the module
-    docstring for which matrix a row uses). Differentiable in sigma, not in the features."""
+    docstring for which matrix a row uses). Differentiable in sigma; in the features only with
+    `learn_features`."""
     sigma = _std_matrix(log_std, low, high)
     matrices = unit_noise.shape[0]
+    phi = _features(latent, learn_features)
     if get_backend() == "tf":
         import tensorflow as tf
-        phi = tf.stop_gradient(latent)
         scaled = sigma[None] * tf.convert_to_tensor(unit_noise)
 
         if matrices == 1 or phi.shape.rank != 2:
@@ -63,7 +76,6 @@ def exploration_noise(latent: Any, log_std: Any, unit_noise: Any, low: float, hi
         which = tf.where(tf.equal(tf.shape(phi)[0], matrices), rows, tf.zeros_like(rows))
         return tf.einsum("bi,bij->bj", phi, tf.gather(scaled, which))
     import torch
-    phi = latent.detach()
     scaled = sigma[None] * unit_noise
     if matrices > 1 and phi.dim() == 2 and phi.shape[0] == matrices:
         return torch.einsum("bi,bij->bj", phi, scaled)
