@@ -239,6 +239,10 @@ def _sac(backend, **adapter):
 
 def test_sac_with_gsde_acts_from_its_noise_and_draws_anew_per_gradient_step(backend):
     agent = _sac(backend, sde_sample_freq=2)
+    adapters = agent.root_component.policy.action_adapters
+    assert [a.sde_learn_features for a in adapters.values()] == [True]  # SAC's default, as SB3's.
+    assert [a.sde_learn_features for a in _sac(backend, sde_learn_features=False).root_component.policy
+            .action_adapters.values()] == [False]
     state = np.full(4, 0.3, np.float32)
     first = agent.get_action(state)
     assert np.array_equal(agent.get_action(state), first)  # Calls 1 and 2 share a draw ...

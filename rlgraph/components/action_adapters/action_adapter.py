@@ -96,7 +96,8 @@ class ActionAdapter(Component):
             draw only after each update (at the start of each rollout), as Stable-Baselines3's.
         sde_learn_features: gSDE: let the policy's gradient flow through the features phi (in the
             noise and its variance) back into the network, as Stable-Baselines3's SAC does
-            (`learn_features=True`); False (default, as its PPO and A2C): only sigma learns there.
+            (`learn_features=True`; the SAC agent's default with gSDE); False (default, as its PPO
+            and A2C): only sigma learns there.
         clip_mean: gSDE: clip the Gaussian mean to [-clip_mean, clip_mean] (no gradient beyond, as
             a hard tanh; Stable-Baselines3's SAC does this with 2.0 under gSDE). Default: no clip.
         pre_network_spec: Layers between the network output and the action layer (the original
