@@ -119,7 +119,7 @@ def test_local_config_is_the_executor_agent_without_ray_or_updates():
     assert "ray_spec" not in local["execution_spec"] and "ray_spec" in config["execution_spec"]
     assert local["update_spec"] == dict(config["update_spec"], do_updates=False)
     assert local["memory_spec"] == {"type": "mem-prioritized-replay", "capacity": 50000, "alpha": 0.6, "beta": 0.4,
-                                    "epsilon": 1e-6}
+                                    "epsilon": 1e-6, "frame_stack": None, "store_frames_once": "auto"}
     same = {key for key in config if key not in ("memory_spec", "update_spec", "execution_spec")}
     assert {key: local[key] for key in same} == {key: config[key] for key in same}
 

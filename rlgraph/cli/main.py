@@ -7,9 +7,7 @@ The command imports no backend at start-up; each sub-command imports what it nee
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import os
 import signal
 import sys
@@ -23,7 +21,7 @@ import rlgraph
 from rlgraph.backend_system import BACKENDS, default_backend, is_backend_installed
 from rlgraph.environments.env_utils import allow_env_module_import
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphEnvError, RLGraphError, RLGraphInterrupted
-from rlgraph.utils.util import root_logger
+from rlgraph.utils.util import log_to_stderr
 
 # Exit status of a sub-command that needs an optional package (or backend) that is not installed.
 EXIT_UNAVAILABLE = 3
@@ -402,25 +400,6 @@ def _check_options(args) -> None:
                            expected="an int >= 1", received=episodes)
 
 
-@contextlib.contextmanager
-def _messages_to_stderr(level: Optional[str]):
-    """While the command runs: rlgraph's log messages of `level` and above go to stderr (None: as
-    python's logging has it, warnings only); the logger's level and handlers are restored after."""
-    if level is None:
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    old_level = root_logger.level
-    root_logger.addHandler(handler)
-    root_logger.setLevel(level.upper())
-    try:
-        yield
-    finally:
-        root_logger.removeHandler(handler)
-        root_logger.setLevel(old_level)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the `rlgraph` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -432,7 +411,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _check_options(args)
         # Env ids may name a module only when the command line says so (env_utils.check_env_id).
         with allow_env_module_import(getattr(args, "allow_env_module_import", False)), \
-                _messages_to_stderr(getattr(args, "log_level", None)):
+                log_to_stderr(getattr(args, "log_level", None)):
             return commands[args.command](args)
     except RLGraphInterrupted as error:
         # The run saved a checkpoint; the status says which signal stopped it (128 + its number).

@@ -4,8 +4,10 @@ Nothing here imports tensorflow or torch at module level; backend dtypes are con
 """
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Any, Union
+import sys
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -19,6 +21,26 @@ SMALL_NUMBER = 1e-6
 # python's root logger nor adds a handler to it; an application configures output itself (e.g.
 # `logging.basicConfig(level=logging.INFO)`).
 root_logger = logging.getLogger("rlgraph")
+
+
+@contextlib.contextmanager
+def log_to_stderr(level: Optional[str]):
+    """While the block runs, rlgraph's log messages of `level` ("debug", "info", ...) and above go to
+    stderr as "<logger>: <message>" (None: nothing changes, python's logging prints warnings only);
+    the logger's level and handlers are restored after. The `--log-level` of the `rlgraph` command."""
+    if level is None:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    old_level = root_logger.level
+    root_logger.addHandler(handler)
+    root_logger.setLevel(level.upper())
+    try:
+        yield
+    finally:
+        root_logger.removeHandler(handler)
+        root_logger.setLevel(old_level)
 
 # Names users write in specs, mapped to numpy dtypes.
 _NAMED_DTYPES = {
