@@ -53,8 +53,6 @@ class ReplayShard:
         spec = dict(memory_spec)
         memory_class = FrameReplay if spec.pop("type", "mem-prioritized-replay") == "frame-replay" else \
             MemPrioritizedReplay
-        if memory_class is MemPrioritizedReplay:  # (Applied by `resolve_shard_memory_spec` before.)
-            spec.pop("store_frames_once", None), spec.pop("frame_stack", None)
         self.memory = memory_class(seed=seed, **spec)
         self.batch_size = int(batch_size)
         self.min_sample_memory_size = int(min_sample_memory_size)
