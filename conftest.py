@@ -115,6 +115,23 @@ def pytest_unconfigure(config):
         shutil.rmtree(groups_dir, ignore_errors=True)
 
 
+def _machine_line(config) -> str:
+    """How this run spreads: its workers and what `-n auto` sized them by. CI keeps its output only for a
+    failed run, and a suite that ran serially (1 worker) takes twice as long; this line says which."""
+    workers = len(config.option.tx) if _distributes(config) else 0
+    return (f"rlgraph: {workers or 'no'} pytest-xdist workers ({'serial' if not workers else 'parallel'}); "
+            f"usable CPUs {usable_cpus()}, available memory {_available_gib():.1f} GiB")
+
+
+def pytest_report_header(config):
+    return _machine_line(config) if not hasattr(config, "workerinput") else None
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not hasattr(config, "workerinput"):
+        terminalreporter.write_line(_machine_line(config))
+
+
 def _distributes(config) -> bool:
     """Whether this is the controller of a pytest-xdist run (not a worker, not a serial run)."""
     return (config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
