@@ -204,10 +204,10 @@ def test_migrating_doc_original_config_snippet_runs(backend, caplog):
     assert len(warnings) == 1
     for note in ("update_spec false -> update_spec.do_updates false",
                  "execution_spec.session_config.intra_op_parallelism_threads -> execution_spec.tf_num_threads (1)",
-                 "execution_spec.gpu_spec ignored", "summary_spec.save_steps -> summary_spec.summary_interval (50)",
+                 "execution_spec.gpu_spec.gpus_enabled -> execution_spec.device ('cpu')", "summary_spec.save_steps -> summary_spec.summary_interval (50)",
                  "saver_spec.save_secs ignored"):
         assert note in warnings[0]
-    assert namespace["old_style"].spec["execution_spec"] == {"seed": 1, "tf_num_threads": 1}
+    assert namespace["old_style"].spec["execution_spec"] == {"seed": 1, "tf_num_threads": 1, "device": "cpu"}
     np.testing.assert_allclose(namespace["end_value"], 0.05 + 0.95 * 0.1, rtol=1e-6)
 
 

@@ -56,7 +56,7 @@ def test_tf1_execution_keys_are_accepted_with_one_warning(backend, caplog):
                 "default_device", "device_strategy", "gpu_spec", "distributed_spec", "ray_spec"):
         assert f"execution_spec.{key} ignored" in warnings[0]
     assert "intra_op_parallelism_threads -> execution_spec.tf_num_threads (1)" in warnings[0]
-    assert "default device" in warnings[0]  # gpu_spec: no device choice.
+    assert "GPU options have no equivalent" in warnings[0]  # gpu_spec (gpus_enabled true): execution_spec.device.
     assert agent.execution_spec["tf_num_threads"] == 1 and agent.execution_spec["seed"] == 3
     assert "session_config" not in agent.execution_spec
 

@@ -3,7 +3,8 @@
 `translate_original_keys` turns them into this version's keys before `specs.check_spec` sees
 them: a key with an equivalent is mapped (`summary_spec.save_steps` -> `summary_interval`,
 `execution_spec.session_config.intra_op_parallelism_threads` -> `tf_num_threads`); a key whose
-machinery is gone (TF1 sessions, monitoring, timelines, device placement) is dropped. Each agent
+machinery is gone (TF1 sessions, monitoring, timelines, per-component device placement) is dropped;
+`default_device` naming a CPU or GPU maps to `execution_spec.device`. Each agent
 logs one warning listing both (`warn_original_keys`), so that an old config runs unchanged and
 says what it no longer does. Keys that the original never had are still refused by `check_spec`.
 
@@ -14,12 +15,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Tuple
 
+from rlgraph.utils.devices import TF1_DEVICE as _TF1_DEVICE
+from rlgraph.utils.devices import check_device
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
-_NO_DEVICE_CHOICE = ("a config does not choose devices: the backend's default device is used (TensorFlow: its "
-                     "own placement, a GPU when one is visible; PyTorch: the CPU)")
+_ONE_DEVICE = ("per-component placement is not supported: the whole agent runs on execution_spec.device "
+               "(\"auto\": a GPU where the backend sees one)")
 _NO_TRACING = "TF1 timelines and profiler hooks are gone; profile with the TensorFlow or PyTorch profiler"
 
 # execution_spec keys of the original -> why they are dropped. (`session_config` is looked into
@@ -32,10 +35,11 @@ IGNORED_EXECUTION_KEYS: Dict[str, str] = {
     "enable_timeline": _NO_TRACING,
     "timeline_frequency": _NO_TRACING,
     "trace_enabled": _NO_TRACING,
-    "gpu_spec": _NO_DEVICE_CHOICE,
-    "default_device": _NO_DEVICE_CHOICE,
-    "device_strategy": _NO_DEVICE_CHOICE,
-    "device_map": _NO_DEVICE_CHOICE,
+    "gpu_spec": "GPU options have no equivalent; execution_spec.device picks the device (gpus_enabled false maps "
+                "to device \"cpu\")",
+    "default_device": "only a CPU or GPU name (\"/device:GPU:0\") maps to execution_spec.device",
+    "device_strategy": _ONE_DEVICE,
+    "device_map": _ONE_DEVICE,
     "distributed_spec": "TF1 parameter-server training is gone; distributed runs use Ray (execution_spec.ray_spec, "
                         "docs/distributed.md)",
     "ray_spec": "the distributed executors read it (ApexExecutor, IMPALAExecutor, `rlgraph train`); an agent built "
@@ -80,6 +84,7 @@ def translate_original_keys(specs: Dict[str, Any], owner: str) -> Tuple[Dict[str
         if threads is not None:
             _map(execution, "tf_num_threads", threads, "execution_spec.session_config.intra_op_parallelism_threads",
                  owner, notes)
+        _map_devices(execution, owner, notes)
         for key, why in IGNORED_EXECUTION_KEYS.items():
             if key in execution:
                 execution.pop(key)
@@ -104,6 +109,20 @@ def translate_original_keys(specs: Dict[str, Any], owner: str) -> Tuple[Dict[str
                 notes.append(f"{name}.{key} ignored ({why})")
         out[name] = spec
     return out, notes
+
+
+def _map_devices(execution: dict, owner: str, notes: List[str]) -> None:
+    """`default_device` naming a CPU or GPU ("/device:GPU:0", "/cpu:0") and `gpu_spec.gpus_enabled: false`
+    (the original's switch that hid the GPUs) become `execution_spec.device` ("cuda:0", "cpu"); they
+    are popped when mapped, else left to be ignored with the others."""
+    default = execution.get("default_device")
+    if isinstance(default, str) and _TF1_DEVICE.match(default.strip()):
+        _map(execution, "device", check_device(execution.pop("default_device"), owner), "execution_spec.default_device",
+             owner, notes)
+    gpu = execution.get("gpu_spec")
+    if isinstance(gpu, dict) and gpu.get("gpus_enabled") is False:
+        execution.pop("gpu_spec")
+        _map(execution, "device", "cpu", "execution_spec.gpu_spec.gpus_enabled", owner, notes)
 
 
 def _map(spec: dict, key: str, value: Any, old: str, owner: str, notes: List[str]) -> None:

@@ -31,7 +31,9 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
         *sub_components: Components to add right away. A leading string is taken as `scope`
             (`super().__init__(scope, **kwargs)` as in the custom-component tutorial).
         scope: The local name; the global scope is the parents' scopes joined by "/".
-        device: Where this component's variables live ("cpu", "cuda:0", "/device:CPU:0").
+        device: The reference's per-component device ("cpu", "cuda:0", "/device:CPU:0"). Kept and
+            copied, but not a placement: every variable lives on the executor's
+            `execution_spec.device`, and the build logs a warning for a component that names another.
         trainable: Overrides the `trainable` flag of every variable this component creates
             (None: each variable decides).
         summary_regexp: Only summaries whose name matches this regexp are created.

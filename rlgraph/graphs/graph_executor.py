@@ -9,6 +9,8 @@ that this module does not import its subclasses.
 from __future__ import annotations
 
 import abc
+import contextlib
+import logging
 import time
 from typing import Any, Dict, Optional
 
@@ -20,8 +22,11 @@ from rlgraph.graphs.executor_saving import ExecutorSaving
 from rlgraph.graphs.executor_variables import ExecutorVariables
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
+from rlgraph.utils.devices import check_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.specifiable import Specifiable, closest_match
+
+logger = logging.getLogger(__name__)
 
 
 class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=abc.ABCMeta):
@@ -52,6 +57,7 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
             self.execution_spec["seed"] = seed
         self.saver_spec = dict(saver_spec or {})
         self.root_component = None
+        self.device = None  # The backend's device, set at build (execution_spec.device).
         self.build_stats = BuildStats()
         self._converters: Dict[str, list] = {}
         self._api_aliases: Dict[str, str] = {}  # Alias -> root API method (e.g. "call" -> "apply").
@@ -88,7 +94,10 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         self.root_component = root_components
         self.seed(self.execution_spec.get("seed"))
         self._configure_backend()
-        stats = self.graph_builder.build(root_components, input_spaces, self.backend)
+        self.device = self._resolve_device(check_device(self.execution_spec.get("device", "auto"), type(self).__name__))
+        _warn_other_component_devices(root_components, str(self.device))
+        with self._device_scope():
+            stats = self.graph_builder.build(root_components, input_spaces, self.backend)
         prepare_start = time.perf_counter()
         # Per root API: the input converters and the number of required inputs.
         self._converters = {
@@ -97,7 +106,8 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
             for api, args in self.graph_builder.api_signatures.items()}
         self._api_aliases = {alias: api for alias, api in class_aliases(type(root_components)).items()
                              if api in self._converters}
-        self._after_build()
+        with self._device_scope():
+            self._after_build()
         # Re-seed so that runs do not depend on how many random ops the build's trace drew.
         self.seed(self.execution_spec.get("seed"))
         prepare = time.perf_counter() - prepare_start
@@ -108,6 +118,15 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
 
     def _configure_backend(self) -> None:
         """Backend settings from `execution_spec` (threads, ...)."""
+
+    def _resolve_device(self, name: str) -> Any:
+        """Backend hook: the backend's device for checked `execution_spec.device` name `name` ("auto"
+        resolved), refusing a GPU the backend does not see (`rlgraph/utils/devices.py`)."""
+        return name
+
+    def _device_scope(self) -> Any:
+        """Backend hook: the context under which variables are created and API methods run on `self.device`."""
+        return contextlib.nullcontext()
 
     def _after_build(self) -> None:
         """Backend preparation after the build (e.g. tracing functions)."""
@@ -292,6 +311,26 @@ def _pick(output: Any, keys: Any, name: str) -> Any:
 def executor_for(backend: Optional[str] = None, **kwargs) -> GraphExecutor:
     """A new executor for `backend` (default: `get_backend()`)."""
     return GraphExecutor.from_spec(backend or get_backend(), **kwargs)
+
+
+def _warn_other_component_devices(root: Any, device: str) -> None:
+    """One warning naming the components whose `device` argument (the reference's per-component
+    placement) names another device than the executor's `device` (its backend's name of it): they
+    run on the executor's device."""
+    def normalized(name):
+        try:
+            name = check_device(name, "device")
+        except RLGraphError:
+            return None
+        return "cuda:0" if name == "cuda" else name
+    ours, others = normalized(device), []
+    for component in root.get_all_sub_components():
+        wanted = getattr(component, "device", None)
+        if wanted is not None and normalized(wanted) != ours:
+            others.append(f"{component.global_scope or component.scope} ({wanted!r})")
+    if others:
+        logger.warning("components with a device of their own run on the executor's device %s (execution_spec.device;"
+                       " per-component placement is not supported): %s", device, ", ".join(others))
 
 
 def numpy_structure(output: Any, to_numpy) -> Any:

@@ -1,6 +1,7 @@
 """`PyTorchExecutor`: runs root API methods define-by-run on torch tensors."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import io
@@ -11,6 +12,7 @@ import numpy as np
 
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.utils.devices import torch_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
@@ -31,6 +33,7 @@ class PyTorchExecutor(GraphExecutor):
 
     backend = "pytorch"
     graph_export_formats = ("pickled-module",)
+    _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
 
     def _configure_backend(self) -> None:
         import torch
@@ -46,6 +49,17 @@ class PyTorchExecutor(GraphExecutor):
         self._set_flush_denormal = torch.set_flush_denormal
         keep_freed_heap_memory()
 
+    def _resolve_device(self, name: str) -> Any:
+        device = torch_device(name, type(self).__name__)
+        self._on_host = device.type == "cpu"
+        return device
+
+    def _device_scope(self) -> Any:
+        # A torch.device as a context makes it the default of the factory functions (torch.zeros,
+        # torch.arange, torch.as_tensor of an array, ...) that graph functions call. On the CPU there
+        # is nothing to change: no context, whose dispatch mode would cost every op a few µs.
+        return contextlib.nullcontext() if self._on_host else self.device
+
     def _after_build(self) -> None:
         import torch
         root = self.root_component
@@ -59,7 +73,10 @@ class PyTorchExecutor(GraphExecutor):
         if array.dtype.kind in "USO":
             # PyTorch has no string tensors: text reaches graph functions as numpy string arrays.
             return array
-        return torch.from_numpy(array if array.flags.writeable else array.copy())
+        tensor = torch.from_numpy(array if array.flags.writeable else array.copy())
+        # One transfer per input leaf, issued without waiting (it waits only where the host memory is
+        # pageable); the graph functions then read it on the device.
+        return tensor if self._on_host else tensor.to(self.device, non_blocking=True)
 
     def _call_api(self, name: str, tensors: list) -> Any:
         run, no_grad = self._methods[name]
@@ -72,7 +89,10 @@ class PyTorchExecutor(GraphExecutor):
             if flush:
                 self._set_flush_denormal(True)
             try:
-                return run(tensors)
+                if self._on_host:
+                    return run(tensors)
+                with self.device:
+                    return run(tensors)
             finally:
                 if flush:
                     self._set_flush_denormal(False)
@@ -95,21 +115,35 @@ class PyTorchExecutor(GraphExecutor):
         torch.manual_seed(seed)
 
     def _get_backend_rng_state(self) -> Any:
+        # The CPU generator's state, followed on a GPU by that GPU's generator state (its random ops
+        # draw from it).
         import torch
-        return torch.get_rng_state().numpy().copy()
+        state = torch.get_rng_state().numpy().copy()
+        if self._on_host:
+            return state
+        return np.concatenate([state, torch.cuda.get_rng_state(self.device).numpy()])
 
     def _set_backend_rng_state(self, state: Any) -> None:
         import torch
-        torch.set_rng_state(torch.from_numpy(np.asarray(state, dtype=np.uint8)))
+        state = np.asarray(state, dtype=np.uint8)
+        size = torch.get_rng_state().numel()
+        torch.set_rng_state(torch.from_numpy(state[:size].copy()))
+        if not self._on_host and state.size > size:
+            torch.cuda.set_rng_state(torch.from_numpy(state[size:].copy()), self.device)
 
     def _check_backend_rng_state(self, state: np.ndarray) -> None:
         # The CPU generator's state has one length; a fresh generator takes it as the global one
-        # would, so anything torch refuses is refused here, before the load changes anything.
+        # would, so anything torch refuses is refused here, before the load changes anything. A state
+        # written on a GPU carries that GPU's generator after it: checked on a GPU, ignored on the CPU.
         import torch
         expected = torch.get_rng_state().numel()
-        if state.shape != (expected,):
-            raise ValueError(f"{expected} bytes expected, {state.size} found")
-        torch.Generator().set_state(torch.from_numpy(np.array(state, dtype=np.uint8)))
+        if state.ndim != 1 or state.size < expected:
+            raise ValueError(f"at least {expected} bytes expected, {state.size} found")
+        torch.Generator().set_state(torch.from_numpy(np.array(state[:expected], dtype=np.uint8)))
+        if not self._on_host and state.size > expected:
+            gpu = torch.cuda.get_rng_state(self.device).numel()
+            if state.size != expected + gpu:
+                raise ValueError(f"{expected} + {gpu} bytes expected on {self.device}, {state.size} found")
 
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import torch

@@ -14,6 +14,7 @@ import numpy as np
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
 from rlgraph.spaces import Dict, Space, Tuple
+from rlgraph.utils.devices import tf_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.util import convert_dtype
 
@@ -70,6 +71,14 @@ class TensorFlowExecutor(GraphExecutor):
                 logger.warning("tf_num_threads=%s ignored: TensorFlow's runtime is already initialized with %s "
                                "%s threads in this process.", threads, get() or "default", name)
 
+    def _resolve_device(self, name: str) -> Any:
+        return tf_device(name, type(self).__name__)
+
+    def _device_scope(self) -> Any:
+        # Variables are created, and functions traced, under it (a trace fixes its ops' placement).
+        import tensorflow as tf
+        return tf.device(self.device)
+
     def _after_build(self) -> None:
         import tensorflow as tf
         self.module = tf.Module(name="rlgraph_model")
@@ -103,7 +112,7 @@ class TensorFlowExecutor(GraphExecutor):
                 concrete = self._concrete.get(api)
                 if concrete is None:
                     start = time.perf_counter()
-                    with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")):
+                    with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), self._device_scope():
                         concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     self.trace_times[api] = time.perf_counter() - start
                     spaces = [space for _, space in self.graph_builder.api_signatures[api]]

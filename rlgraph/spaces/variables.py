@@ -115,15 +115,16 @@ def create_variable(space, name: Optional[str], is_input_feed: bool = False, add
     if is_python:
         return [] if None in shape else initial_value(initializer, shape, space.dtype, name)
     backend = normalize_backend(backend) if backend is not None else get_backend()
-    device = getattr(owner, "device", None)
+    # Placement is the executor's: it builds under the scope of `execution_spec.device`. A component's
+    # own `device` argument is not a placement (the build warns about one that differs).
     if is_input_feed:
         value = None
     else:
         value = initial_value(initializer, shape, space.dtype, name)
     if backend == "tf":
-        variable = _tf_variable(space, name, shape, is_input_feed, trainable, value, device)
+        variable = _tf_variable(space, name, shape, is_input_feed, trainable, value)
     else:
-        variable = _torch_variable(space, name, shape, is_input_feed, trainable, value, device)
+        variable = _torch_variable(space, name, shape, is_input_feed, trainable, value)
     if owner is not None:
         # Constant initializers are kept as the scalar; others as the array (to restore after a build).
         constant = initializer is None or (not callable(initializer) and np.ndim(initializer) == 0)
@@ -132,24 +133,22 @@ def create_variable(space, name: Optional[str], is_input_feed: bool = False, add
     return variable
 
 
-def _tf_variable(space, name, shape, is_input_feed, trainable, value, device):
+def _tf_variable(space, name, shape, is_input_feed, trainable, value):
     import tensorflow as tf
     dtype = convert_dtype(space.dtype, to="tf")
     if is_input_feed:
         return tf.TensorSpec(shape=shape, dtype=dtype, name=name)
     # init_scope: variables are created eagerly even if requested while a tf.function traces.
-    with tf.init_scope(), (tf.device(device) if device else contextlib.nullcontext()):
+    with tf.init_scope():
         return tf.Variable(value, trainable=trainable, name=name, dtype=dtype, shape=tf.TensorShape(shape))
 
 
-def _torch_variable(space, name, shape, is_input_feed, trainable, value, device):
+def _torch_variable(space, name, shape, is_input_feed, trainable, value):
     import torch
     dtype = convert_dtype(space.dtype, to="pytorch")
     if is_input_feed:
         return torch.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
     value = torch.tensor(value, dtype=dtype)  # A copy: `value` is also kept as the initial value.
-    if device:
-        value = value.to(device)
     if trainable:
         if not (value.is_floating_point() or value.is_complex()):
             raise RLGraphSpaceError(space, "only float variables can be trainable in PyTorch",
