@@ -25,12 +25,12 @@ def _tiny_config(tmp_path):
 def test_train_evaluate_visualize(capsys, tmp_path, backend):
     out = tmp_path / "run"
     assert main(["train", str(_tiny_config(tmp_path)), "--backend", backend, "--seed", "1", "--output-dir", str(out),
-                 "--set", "optimizer_spec.learning_rate=0.01", "--no-progress"]) == 0
+                 "--set", "optimizer_spec.learning_rate=0.01", "--no-progress", "--device", "cpu"]) == 0
     printed = capsys.readouterr().out
     assert "300 steps" in printed and f"on {backend}" in printed
     config = json.loads((out / "config.json").read_text())
     assert config["optimizer_spec"]["learning_rate"] == 0.01 and config["backend"] == backend
-    assert config["execution_spec"]["seed"] == 1
+    assert config["execution_spec"]["seed"] == 1 and config["execution_spec"]["device"] == "cpu"
     for name in ("episodes.csv", "evaluations.csv", "learning_curve.png", "checkpoints/final/agent_state.json", "checkpoints/final/manifest.json",
                  "checkpoints/step-200/config.json"):
         assert (out / name).exists(), name
@@ -42,6 +42,10 @@ def test_train_evaluate_visualize(capsys, tmp_path, backend):
 
     assert main(["evaluate", str(out / "checkpoints" / "final"), "--episodes", "2"]) == 0
     assert "2 greedy episodes" in capsys.readouterr().out
+    # --device replaces the run's device (a GPU this machine does not have is refused, naming the key).
+    assert main(["evaluate", str(out / "checkpoints" / "final"), "--episodes", "1", "--device", "cuda:64"]) == 2
+    assert "execution_spec.device asks for 'cuda:64'" in capsys.readouterr().err
+    assert main(["evaluate", str(out / "checkpoints" / "final"), "--episodes", "1", "--device", "auto"]) == 0
 
     svg = tmp_path / "graph.svg"
     assert main(["visualize", str(_tiny_config(tmp_path)), "--backend", backend, "--output", str(svg)]) == 0

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "and stop_at_return with the id's reward_threshold (default: from the config)")
     train.add_argument("--backend", choices=["tf", "pytorch", "torch"], help="backend (default: rlgraph's default)")
     train.add_argument("--steps", type=int, help="number of environment steps")
+    train.add_argument("--device", help='where the agent runs: "auto" (a GPU where the backend sees one), "cpu", '
+                                        '"cuda", "cuda:N" (execution_spec.device; default: the config\'s)')
     seeding = train.add_mutually_exclusive_group()
     seeding.add_argument("--seed", type=int, help="random seed")
     seeding.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
@@ -84,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="number of greedy episodes (default: 10; with --video: 1, recorded back to back)")
     evaluate.add_argument("--env", help="environment id (default: the one it was trained on)")
     evaluate.add_argument("--seed", type=int, default=0, help="environment seed")
+    evaluate.add_argument("--device", help='where the agent runs (default: the run\'s execution_spec.device), e.g. '
+                                           '"cpu" for a run trained on a GPU this machine lacks')
     export = commands.add_parser(
         "export", help="export a saved agent's greedy policy to run without rlgraph",
         description="Writes the greedy policy (preprocessing, network, action selection) of a `rlgraph train` "
@@ -179,6 +183,8 @@ def _loggers(args) -> List[dict]:
 
 def _train(args) -> int:
     from rlgraph.execution.training import train
+    if args.device is not None:
+        args.set = list(args.set) + [f"execution_spec.device={args.device}"]
     if args.resume is not None:
         # The run's own config: train() refuses the options that would change it.
         given = [name for name in ("algo", "seeds", "jobs") if getattr(args, name) is not None]
@@ -240,8 +246,9 @@ def _json_value(value):
     return value.item() if isinstance(value, np.generic) else str(value)
 
 
-def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
-    """(agent with the checkpoint's variables, env spec, resolved config) of a `rlgraph train` checkpoint."""
+def _load_checkpoint(checkpoint: str, env: Optional[str], command: str, device: Optional[str] = None):
+    """(agent with the checkpoint's variables, env spec, resolved config) of a `rlgraph train` checkpoint;
+    `device` replaces the run's execution_spec.device (checkpoints hold host arrays, so any device loads them)."""
     from rlgraph.agents.agent_checkpoints import CHECKPOINT_KIND
     from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
     from rlgraph.utils.checkpoint_files import read_checkpoint
@@ -252,6 +259,8 @@ def _load_checkpoint(checkpoint: str, env: Optional[str], command: str):
         raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
     config = resolve_config(files.json("config.json"), env=env)
+    if device is not None:
+        config["execution_spec"] = dict(config.get("execution_spec") or {}, device=device)
     agent, env_spec = make_agent_and_env(config)  # (A distributed config: its learner's agent.)
     # A distributed run's checkpoint holds the learner's agent in learner/ (next to its replay shards).
     if is_distributed(config):
@@ -276,7 +285,7 @@ def _evaluate(args) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint, args.best)
     if checkpoint != args.checkpoint:
         print(f"rlgraph evaluate: checkpoint {checkpoint}")
-    agent, env_spec, config = _load_checkpoint(checkpoint, args.env, "evaluate")
+    agent, env_spec, config = _load_checkpoint(checkpoint, args.env, "evaluate", args.device)
     if args.render or args.video:
         return _watch_or_record(args, agent, env_spec, config["training_spec"]["max_timesteps_per_episode"])
     worker = SingleThreadedWorker(agent, evaluation_env_spec(env_spec), num_environments=1, seed=args.seed)
@@ -311,7 +320,7 @@ def _watch_or_record(args, agent, env_spec, max_steps: int) -> int:
 
 def _export(args) -> int:
     out = args.out or os.path.normpath(args.checkpoint) + "-policy" + EXPORT_SUFFIXES[args.format]
-    agent, _, _ = _load_checkpoint(args.checkpoint, None, "export")
+    agent, _, _ = _load_checkpoint(args.checkpoint, None, "export", "cpu")  # Exports are made (and run) on the CPU.
     try:
         path = agent.export_policy(out, args.format, preprocessing=not args.no_preprocessing)
     finally:
