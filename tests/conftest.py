@@ -34,6 +34,24 @@ def backend(request):
     return request.param
 
 
+def visible_gpus(backend: str) -> int:
+    """How many GPUs `backend` sees (0 on a CPU-only machine or build)."""
+    if backend == "pytorch":
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    import tensorflow as tf
+    return len(tf.config.list_physical_devices("GPU"))
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request, backend):
+    """An `execution_spec.device` of this machine: "cpu" always, "cuda" where `backend` sees a GPU (the
+    case is skipped with that reason elsewhere)."""
+    if request.param == "cuda" and not visible_gpus(backend):
+        pytest.skip(reason=f"{backend} sees no GPU on this machine (the CPU case runs)")
+    return request.param
+
+
 def _shared_fixture_keys(item) -> list:
     """For each fixture of this directory's test modules and conftests that lives longer than one test
     (scope class, module, package or session) and that `item` uses: the fixture's name, with its

@@ -17,14 +17,16 @@ import pytest
 
 from rlgraph.backend_system import is_backend_installed
 from rlgraph.benchmarks import BENCHMARKS, act_overhead, build_time, common, replay, update_overhead
-from rlgraph.utils.rlgraph_errors import RLGraphBackendUnavailableError
+from rlgraph.utils.rlgraph_errors import RLGraphBackendUnavailableError, RLGraphSpecError
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_act_overhead_quick(backend, tmp_path):
+def test_act_overhead_quick(backend, device, tmp_path):
     out = tmp_path / "act.json"
-    result = act_overhead.main(["--quick", "--backends", backend, "--calls", "50", "--out", str(out)])
+    result = act_overhead.main(["--quick", "--backends", backend, "--calls", "50", "--out", str(out),
+                                "--device", device])
+    assert result["device"] == device
     r = result["backends"][backend]
     # The raw function holds the agent's policy weights: the same greedy actions on 200 states.
     assert r["actions_match"] is True
@@ -39,9 +41,11 @@ def test_act_overhead_quick(backend, tmp_path):
     assert json.loads(out.read_text())["backends"][backend]["actions_match"] is True
 
 
-def test_update_overhead_quick(backend, tmp_path):
+def test_update_overhead_quick(backend, device, tmp_path):
     out = tmp_path / "update.json"
-    result = update_overhead.main(["--quick", "--backends", backend, "--calls", "10", "--out", str(out)])
+    result = update_overhead.main(["--quick", "--backends", backend, "--calls", "10", "--out", str(out),
+                                   "--device", device])
+    assert result["device"] == device
     r = result["backends"][backend]
     # Same weights, batch, loss and Adam rule: the first three losses agree.
     assert r["losses_match"] is True
@@ -49,6 +53,12 @@ def test_update_overhead_quick(backend, tmp_path):
     assert ours == pytest.approx(theirs, rel=1e-3) and ours[0] != ours[1] != ours[2]
     assert r["ratio"] == pytest.approx(r["rlgraph_us"] / r["raw_us"])
     assert json.loads(out.read_text())["batch_size"] == 64
+
+
+def test_a_device_the_backend_does_not_see_is_refused(backend, tmp_path):
+    for main in (act_overhead.main, update_overhead.main):
+        with pytest.raises(RLGraphSpecError, match=r"execution_spec\.device asks for 'cuda:64'"):
+            main(["--quick", "--backends", backend, "--device", "cuda:64", "--out", str(tmp_path / "x.json")])
 
 
 def test_policy_layers_read_the_online_and_target_networks():

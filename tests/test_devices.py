@@ -11,6 +11,7 @@ import logging
 
 import numpy as np
 import pytest
+from conftest import visible_gpus
 
 from rlgraph.agents import Agent
 from rlgraph.execution.run_config import make_agent_and_env, resolve_config
@@ -30,21 +31,6 @@ RUNS = {
                                           "observe_spec.buffer_size=16", "update_spec.update_interval=4"]),
 }
 STEPS = 160
-
-
-def _visible_gpus(backend):
-    if backend == "pytorch":
-        import torch
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    import tensorflow as tf
-    return len(tf.config.list_physical_devices("GPU"))
-
-
-@pytest.fixture(params=["cpu", "cuda"])
-def device(request, backend):
-    if request.param == "cuda" and not _visible_gpus(backend):
-        pytest.skip(reason=f"{backend} sees no GPU on this machine (the CPU case runs)")
-    return request.param
 
 
 def _on(agent, backend):
@@ -106,7 +92,7 @@ def _dqn(backend, **execution):
 def test_auto_takes_the_gpu_the_backend_sees_else_the_cpu(backend):
     agent = _dqn(backend)
     assert agent.execution_spec["device"] == "auto"
-    expected = "cuda" if _visible_gpus(backend) else "cpu"
+    expected = "cuda" if visible_gpus(backend) else "cpu"
     assert _on(agent, backend) == {expected}
     executor_device = str(agent.graph_executor.device)
     assert executor_device in (("cuda:0", "/GPU:0") if expected == "cuda" else ("cpu", "/CPU:0"))
@@ -126,7 +112,7 @@ def test_device_names_read_as_the_original_and_torch_write_them():
 
 
 def test_a_gpu_the_backend_does_not_see_is_refused_not_replaced(backend):
-    visible = _visible_gpus(backend)
+    visible = visible_gpus(backend)
     with pytest.raises(RLGraphSpecError, match=rf"execution_spec\.device asks for 'cuda:{visible}'") as error:
         _dqn(backend, device=f"cuda:{visible}")
     assert "sees no GPU" in str(error.value) if visible == 0 else f"sees {visible} GPU" in str(error.value)
@@ -144,7 +130,7 @@ def test_the_originals_default_device_maps_onto_the_device(backend, caplog):
     assert agent.execution_spec["device"] == "cpu"
     with pytest.raises(RLGraphSpecError, match="both given, with different values"):
         _dqn(backend, default_device="/device:CPU:0", device="cuda")
-    if not _visible_gpus(backend):  # A GPU named the original's way is refused like "cuda:0".
+    if not visible_gpus(backend):  # A GPU named the original's way is refused like "cuda:0".
         with pytest.raises(RLGraphSpecError, match=r"asks for 'cuda:0'"):
             _dqn(backend, default_device="/device:GPU:0")
 

@@ -16,7 +16,10 @@ comparison the target 1.15x is for) and "explore" (epsilon-greedy at epsilon 0.5
 function adds a hand-written epsilon-greedy draw in the same backend). Each contender is timed
 in alternating blocks (see `interleaved_medians`); medians in microseconds. Run:
 
-    python -m benchmarks.act_overhead [--backends tf pytorch] [--calls 20000] [--quick]
+    python -m benchmarks.act_overhead [--backends tf pytorch] [--calls 20000] [--device cpu|cuda] [--quick]
+
+`--device` runs both contenders there (the agent through `execution_spec.device`, the raw
+network moved there; one state in, the action back as numpy).
 """
 from __future__ import annotations
 
@@ -32,8 +35,9 @@ ACT_TARGET = 1.15
 EXPLORE_TIME = 0.08  # time_percentage of the "explore" mode: epsilon = 1 - 0.96 * 0.08 / 0.16 = 0.52
 
 
-def make_agent(backend: str, spec: Optional[dict] = None):
-    """(agent, state_space, action_space): the CartPole DQN agent, one backend thread."""
+def make_agent(backend: str, spec: Optional[dict] = None, device: str = "cpu"):
+    """(agent, state_space, action_space): the CartPole DQN agent on `device` (execution_spec.device),
+    one backend thread."""
     from rlgraph.agents import Agent
     from rlgraph.environments import OpenAIGymEnv
     single_thread(backend)
@@ -41,6 +45,7 @@ def make_agent(backend: str, spec: Optional[dict] = None):
     spec = copy.deepcopy(spec or load_agent_spec()[0])
     execution = spec.setdefault("execution_spec", {})
     execution["torch_num_threads" if backend == "pytorch" else "tf_num_threads"] = 1
+    execution["device"] = device
     agent = Agent.from_spec(spec, state_space=env.state_space, action_space=env.action_space, backend=backend)
     env.terminate()
     return agent, agent.state_space, agent.action_space
@@ -56,8 +61,16 @@ def policy_layers(agent, policy: str = "policy") -> List[tuple]:
     return [(read(layer.kernel), read(layer.bias)) for layer in layers]
 
 
-def torch_network(layers: List[tuple]):
-    """An `nn.Sequential` MLP (ReLU between layers) holding `layers`' weights."""
+def raw_device(backend: str, device: str):
+    """The backend's device (a `torch.device`; a TF device string) of device name `device`, refused as the
+    agent's executor refuses it."""
+    from rlgraph.utils.devices import check_device, tf_device, torch_device
+    name = check_device(device, "rlgraph benchmark", key="--device")
+    return torch_device(name, "rlgraph benchmark") if backend == "pytorch" else tf_device(name, "rlgraph benchmark")
+
+
+def torch_network(layers: List[tuple], device=None):
+    """An `nn.Sequential` MLP (ReLU between layers) holding `layers`' weights (on `device`, default the CPU)."""
     import torch
     modules = []
     for index, (kernel, bias) in enumerate(layers):
@@ -68,7 +81,7 @@ def torch_network(layers: List[tuple]):
         modules.append(linear)
         if index < len(layers) - 1:
             modules.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*modules)
+    return torch.nn.Sequential(*modules).to(device or "cpu")
 
 
 def tf_network(layers: List[tuple]):
@@ -86,22 +99,30 @@ def tf_network(layers: List[tuple]):
     return forward
 
 
-def raw_actors(backend: str, layers: List[tuple], num_actions: int, state_dim: int) -> Dict[str, object]:
-    """{"greedy": fn(state) -> action, "explore": fn(state, epsilon) -> action} on the raw backend."""
+def raw_actors(backend: str, layers: List[tuple], num_actions: int, state_dim: int,
+               device: str = "cpu") -> Dict[str, object]:
+    """{"greedy": fn(state) -> action, "explore": fn(state, epsilon) -> action} on the raw backend, on `device`."""
+    place = raw_device(backend, device)
     if backend == "pytorch":
         import torch
-        net = torch_network(layers)
+        net = torch_network(layers, place)
 
         def greedy(state):
             with torch.no_grad():
-                return net(torch.as_tensor(state).unsqueeze(0)).argmax(-1).numpy()[0]
+                return net(torch.as_tensor(state).unsqueeze(0).to(place)).argmax(-1).cpu().numpy()[0]
 
         def explore(state, epsilon):
             with torch.no_grad():
-                action = net(torch.as_tensor(state).unsqueeze(0)).argmax(-1)
-                random = torch.randint(0, num_actions, (1,))
-                return torch.where(torch.rand(1) < epsilon, random, action).numpy()[0]
+                action = net(torch.as_tensor(state).unsqueeze(0).to(place)).argmax(-1)
+                random = torch.randint(0, num_actions, (1,), device=place)
+                return torch.where(torch.rand(1, device=place) < epsilon, random, action).cpu().numpy()[0]
         return {"greedy": greedy, "explore": explore}
+    import tensorflow as tf
+    with tf.device(place):
+        return _tf_actors(layers, num_actions, state_dim)
+
+
+def _tf_actors(layers: List[tuple], num_actions: int, state_dim: int) -> Dict[str, object]:
     import tensorflow as tf
     forward = tf_network(layers)
 
@@ -123,10 +144,10 @@ def raw_actors(backend: str, layers: List[tuple], num_actions: int, state_dim: i
             "explore_concrete": lambda state, epsilon: explore_concrete(state[None], np.float32(epsilon)).numpy()[0]}
 
 
-def measure_backend(backend: str, calls: int, rounds: int) -> Dict[str, dict]:
-    agent, state_space, action_space = make_agent(backend)
+def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") -> Dict[str, dict]:
+    agent, state_space, action_space = make_agent(backend, device=device)
     layers = policy_layers(agent)
-    raw = raw_actors(backend, layers, int(action_space.num_categories), int(state_space.shape[0]))
+    raw = raw_actors(backend, layers, int(action_space.num_categories), int(state_space.shape[0]), device)
     rng = np.random.RandomState(0)
     states = rng.randn(200, *state_space.shape).astype(np.float32)
     matches = all(int(agent.get_action(s, use_exploration=False)) == int(raw["greedy"](s)) for s in states)
@@ -161,13 +182,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--backends", nargs="+", default=None, help="tf and/or pytorch (default: all installed)")
     parser.add_argument("--calls", type=int, default=None, help="timed calls per contender (default 20000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
+    parser.add_argument("--device", default="cpu", help='where both contenders run: "cpu" (default), "cuda", "cuda:N"')
     args = parser.parse_args(argv)
     calls = args.calls or (300 if args.quick else 20000)
     backends = select_backends(args.backends, "rlgraph benchmark act (--backends)")
-    result = {"calls": calls, "rounds": args.rounds, "quick": args.quick, "backends": {}}
+    result = {"calls": calls, "rounds": args.rounds, "quick": args.quick, "device": args.device, "backends": {}}
     rows = []
     for backend in backends:
-        measured = measure_backend(backend, calls, args.rounds)
+        measured = measure_backend(backend, calls, args.rounds, args.device)
         result["backends"][backend] = measured
         for mode in ("greedy", "explore"):
             m = measured[mode]
@@ -175,7 +197,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
             concrete = f"{m['ratio_vs_concrete']:.2f}x" if "ratio_vs_concrete" in m else "-"
             rows.append([backend, mode, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", target, concrete,
                          "yes" if measured["actions_match"] else "NO"])
-    print(f"agent.get_action(one CartPole state) vs raw backend, median us over {calls} calls per contender")
+    print(f"agent.get_action(one CartPole state) vs raw backend on {args.device}, median us over {calls} calls per "
+          f"contender")
     print(format_table(["backend", "mode", "rlgraph us", "raw us", "ratio", "target", "vs raw concrete fn",
                         "same actions"], rows))
     path = write_results(result, args.out)

@@ -15,7 +15,9 @@ Both sides' losses are compared over the first three steps from identical weight
 (`losses_match`), so the contenders do the same work. Timed in alternating blocks; medians in
 microseconds. Run:
 
-    python -m benchmarks.update_overhead [--backends tf pytorch] [--calls 2000] [--quick]
+    python -m benchmarks.update_overhead [--backends tf pytorch] [--calls 2000] [--device cpu|cuda] [--quick]
+
+`--device` runs both contenders there (the batch arrives as numpy and is moved there in each step).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from rlgraph.benchmarks.act_overhead import make_agent, policy_layers, tf_network, torch_network
+from rlgraph.benchmarks.act_overhead import make_agent, policy_layers, raw_device, tf_network, torch_network
 from rlgraph.benchmarks.common import format_table, interleaved_medians, make_parser, select_backends, write_results
 
 UPDATE_TARGET = 1.10
@@ -39,11 +41,13 @@ def make_batch(state_dim: int, num_actions: int, batch_size: int = BATCH_SIZE, s
 
 
 def raw_torch_step(online_layers, target_layers, batch: dict, discount: float, learning_rate: float,
-                   wrap_online=None):
-    """fn() -> loss: one hand-written double-DQN Adam step on `batch`; `wrap_online(module)` wraps the
-    online network (e.g. in `DistributedDataParallel`, learner_scaling.py)."""
+                   wrap_online=None, device=None):
+    """fn() -> loss: one hand-written double-DQN Adam step on `batch` (numpy, moved to `device` in each
+    step, as the agent gets it); `wrap_online(module)` wraps the online network (e.g. in
+    `DistributedDataParallel`, learner_scaling.py)."""
     import torch
-    online, target = torch_network(online_layers), torch_network(target_layers)
+    online, target = torch_network(online_layers, device), torch_network(target_layers, device)
+    place = device or "cpu"
     if wrap_online is not None:
         online = wrap_online(online)
     # fused=True: torch's fused Adam kernel, which the agent's AdamOptimizer also runs on CPU/CUDA.
@@ -57,9 +61,9 @@ def raw_torch_step(online_layers, target_layers, batch: dict, discount: float, l
             torch.set_flush_denormal(False)
 
     def train():
-        s, sp = torch.as_tensor(batch["states"]), torch.as_tensor(batch["next_states"])
-        a = torch.as_tensor(batch["actions"]).long()
-        r, done = torch.as_tensor(batch["rewards"]), torch.as_tensor(batch["terminals"])
+        s, sp = torch.as_tensor(batch["states"]).to(place), torch.as_tensor(batch["next_states"]).to(place)
+        a = torch.as_tensor(batch["actions"]).to(place).long()
+        r, done = torch.as_tensor(batch["rewards"]).to(place), torch.as_tensor(batch["terminals"]).to(place)
         with torch.no_grad():
             best = online(sp).argmax(-1, keepdim=True)
             td_target = r + discount * (~done).float() * target(sp).gather(1, best).squeeze(1)
@@ -107,13 +111,18 @@ def raw_tf_step(online_layers, target_layers, batch: dict, discount: float, lear
     return lambda: float(train(*args))
 
 
-def measure_backend(backend: str, calls: int, rounds: int) -> Dict[str, object]:
-    agent, state_space, action_space = make_agent(backend)
+def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") -> Dict[str, object]:
+    agent, state_space, action_space = make_agent(backend, device=device)
     batch = make_batch(int(state_space.shape[0]), int(action_space.num_categories))
     online, target = policy_layers(agent), policy_layers(agent, "target_policy")
     learning_rate = float(agent.optimizer_spec["learning_rate"])
-    make_step = raw_torch_step if backend == "pytorch" else raw_tf_step
-    raw = make_step(online, target, batch, agent.discount, learning_rate)
+    place = raw_device(backend, device)
+    if backend == "pytorch":
+        raw = raw_torch_step(online, target, batch, agent.discount, learning_rate, device=place)
+    else:
+        import tensorflow as tf
+        with tf.device(place):
+            raw = raw_tf_step(online, target, batch, agent.discount, learning_rate)
     ours = [float(agent.update(batch)[0]) for _ in range(3)]
     theirs = [raw() for _ in range(3)]
     matches = bool(np.allclose(ours, theirs, rtol=1e-3, atol=1e-6))
@@ -130,16 +139,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--backends", nargs="+", default=None, help="tf and/or pytorch (default: all installed)")
     parser.add_argument("--calls", type=int, default=None, help="timed updates per contender (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
+    parser.add_argument("--device", default="cpu", help='where both contenders run: "cpu" (default), "cuda", "cuda:N"')
     args = parser.parse_args(argv)
     calls = args.calls or (30 if args.quick else 2000)
     backends = select_backends(args.backends, "rlgraph benchmark update (--backends)")
-    result = {"calls": calls, "rounds": args.rounds, "quick": args.quick, "batch_size": BATCH_SIZE, "backends": {}}
+    result = {"calls": calls, "rounds": args.rounds, "quick": args.quick, "batch_size": BATCH_SIZE,
+              "device": args.device, "backends": {}}
     rows = []
     for backend in backends:
-        m = result["backends"][backend] = measure_backend(backend, calls, args.rounds)
+        m = result["backends"][backend] = measure_backend(backend, calls, args.rounds, args.device)
         rows.append([backend, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", f"<= {UPDATE_TARGET:.2f}x",
                      "yes" if m["losses_match"] else "NO"])
-    print(f"agent.update(batch of {BATCH_SIZE}) vs a raw double-DQN Adam step, median us over {calls} calls each")
+    print(f"agent.update(batch of {BATCH_SIZE}) vs a raw double-DQN Adam step on {args.device}, median us over "
+          f"{calls} calls each")
     print(format_table(["backend", "rlgraph us", "raw us", "ratio", "target", "same losses"], rows))
     path = write_results(result, args.out)
     if path:
