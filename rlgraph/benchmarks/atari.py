@@ -88,7 +88,8 @@ def run_rlgraph(config_path: str, vectorization: str, steps: int, threads: int) 
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
     from rlgraph.execution.training import make_agent_and_env, resolve_config, training_envs
     config = resolve_config(config_path, backend="pytorch", num_timesteps=steps, seed=SEED, overrides=[
-        f'training_spec.vectorization="{vectorization}"', f"execution_spec.torch_num_threads={threads}"])
+        f'training_spec.vectorization="{vectorization}"', f"execution_spec.torch_num_threads={threads}",
+        'execution_spec.device="cpu"'])  # (SB3's PPO runs on the CPU here too.)
     spec = config["training_spec"]
     agent, env_spec = make_agent_and_env(config)
     worker = SingleThreadedWorker(agent, training_envs(env_spec, spec, SEED),
@@ -151,7 +152,7 @@ def run_dqn_rlgraph(config_path: str, steps: int, threads: int) -> dict:
     from rlgraph.utils.specifiable import load_spec_file
     config = dict(load_spec_file(config_path), **DQN_AS_SB3)
     config["policy_spec"] = None
-    config["execution_spec"] = dict(config.get("execution_spec", {}), torch_num_threads=threads)
+    config["execution_spec"] = dict(config.get("execution_spec", {}), torch_num_threads=threads, device="cpu")
     config["training_spec"] = dict(config["training_spec"], num_environments=1)
     config = resolve_config(config, backend="pytorch", num_timesteps=steps, seed=SEED)
     agent, env_spec = make_agent_and_env(config)

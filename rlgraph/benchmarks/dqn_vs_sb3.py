@@ -103,7 +103,7 @@ def rlgraph_config(base: dict, hp: Dict[str, Any], backend: str, steps: int, see
     config["optimizer_spec"] = {"type": "adam", "learning_rate": hp["learning_rate"], "epsilon": hp["adam_epsilon"],
                                 "clip_grad_norm": hp["max_grad_norm"]}
     config["execution_spec"] = dict(config.get("execution_spec") or {}, max_timesteps=steps, seed=seed,
-                                    torch_num_threads=threads, tf_num_threads=threads)
+                                    torch_num_threads=threads, tf_num_threads=threads, device="cpu")  # As SB3's.
     config["environment_spec"] = {"type": "openai-gym", "gym_env": ENV_ID}
     config["training_spec"] = {"num_timesteps": steps, "evaluation_interval": 0}
     return config

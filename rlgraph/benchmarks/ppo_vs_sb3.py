@@ -98,7 +98,8 @@ def rlgraph_config(hp: Dict[str, Any], backend: str, steps: int, seed: int, thre
         "optimizer_spec": {"type": "adam", "learning_rate": list(hp["learning_rate"]), "epsilon": hp["adam_epsilon"],
                            "clip_grad_norm": hp["max_grad_norm"]},
         "execution_spec": {"seed": seed, "max_timesteps": steps, "torch_num_threads": threads,
-                           "tf_num_threads": threads, "torch_flush_denormal": flush_denormal},
+                           "tf_num_threads": threads, "torch_flush_denormal": flush_denormal,
+                           "device": "cpu"},  # (SB3 runs on the CPU here too.)
         "environment_spec": {"type": "openai-gym", "gym_env": ENV_ID},
         "training_spec": {"num_timesteps": steps, "num_environments": hp["n_envs"], "evaluation_interval": 0},
     }

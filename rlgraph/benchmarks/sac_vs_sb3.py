@@ -90,7 +90,8 @@ def rlgraph_config(hp: Dict[str, Any], backend: str, steps: int, seed: int, thre
                         "batch_size": hp["batch_size"], "num_iterations": hp["gradient_steps"],
                         "sync_interval": 0, "sync_tau": hp["tau"]},
         "execution_spec": {"seed": seed, "max_timesteps": steps, "torch_num_threads": threads,
-                           "tf_num_threads": threads, "torch_flush_denormal": flush_denormal},
+                           "tf_num_threads": threads, "torch_flush_denormal": flush_denormal,
+                           "device": "cpu"},  # (SB3 runs on the CPU here too.)
         "environment_spec": {"type": "openai-gym", "gym_env": ENV_ID},
         "training_spec": {"num_timesteps": steps, "evaluation_interval": 0},
     }

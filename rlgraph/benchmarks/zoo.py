@@ -133,6 +133,7 @@ def run_zoo_job(job: dict) -> dict:
         def train(evaluate: Callable) -> int:
             config = zoo_configs.rlgraph_config(pair, backend=job["library"][len("rlgraph-"):], seed=job["seed"],
                                                 steps=job["steps"], threads=1)
+            config["execution_spec"]["device"] = "cpu"  # As SB3 runs here (device="cpu"): like with like on a GPU.
             return train_rlgraph(config, zoo_configs.num_envs(pair), job, evaluate)
     return evaluated_run(job, pair.env_id, zoo_configs.to_env_action(pair), job["threshold"], train)
 
