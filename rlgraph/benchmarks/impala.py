@@ -63,7 +63,8 @@ def impala_config(spec: dict, backend: str, mode: str, actors: int) -> dict:
     config = copy.deepcopy(spec)
     config["backend"] = backend
     execution = config.setdefault("execution_spec", {})
-    execution.update(seed=SEED, torch_num_threads=1, tf_num_threads=1)
+    # On the CPU, as RLlib's learner runs here (num_gpus_per_learner=0).
+    execution.update(seed=SEED, torch_num_threads=1, tf_num_threads=1, device="cpu")
     executor = execution.setdefault("ray_spec", {}).setdefault("executor_spec", {})
     executor.update(mode=mode, num_sample_workers=actors, num_cpus_per_worker=ACTOR_CPUS)
     return config
