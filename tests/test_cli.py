@@ -175,3 +175,16 @@ def test_evaluate_uses_the_bytes_it_verified(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoint_files, "read_checkpoint", read_then_swap)
     assert main(["evaluate", str(final), "--episodes", "1"]) == 0
     assert "1 greedy episodes" in capsys.readouterr().out
+
+
+def test_a_resumed_run_may_change_its_device(capsys, tmp_path):
+    """`--device` with `--resume` replaces the run's execution_spec.device (a run may continue on another
+    machine); a device the backend does not see is refused before anything is trained."""
+    out = tmp_path / "run"
+    assert main(["train", str(_tiny_config(tmp_path)), "--backend", "pytorch", "--seed", "1", "--output-dir",
+                 str(out), "--no-progress", "--steps", "200"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--steps", "300", "--device", "cuda:64", "--no-progress"]) == 2
+    assert "execution_spec.device asks for 'cuda:64'" in capsys.readouterr().err
+    assert main(["train", "--resume", str(out), "--steps", "300", "--device", "cpu", "--no-progress"]) == 0
+    assert "300 steps" in capsys.readouterr().out

@@ -183,21 +183,22 @@ def _loggers(args) -> List[dict]:
 
 def _train(args) -> int:
     from rlgraph.execution.training import train
-    if args.device is not None:
-        args.set = list(args.set) + [f"execution_spec.device={args.device}"]
     if args.resume is not None:
         # The run's own config: train() refuses the options that would change it.
         given = [name for name in ("algo", "seeds", "jobs") if getattr(args, name) is not None]
         if given:
             raise RLGraphError("a resumed run keeps the config it started with", where="rlgraph train --resume",
                                received=", ".join(f"--{name}" for name in given),
-                               hint="only --steps may change on --resume, to train further.")
+                               hint="only --steps, --learners and --device may change on --resume.")
         output_dir = args.resume
         summary = train(args.config, args.env, args.backend, args.steps, args.seed, args.set,
                         output_dir=args.output_dir, progress=not args.no_progress, ray_address=args.ray_address,
-                        resume=args.resume, hooks=args.hook, loggers=_loggers(args), learners=args.learners)
+                        resume=args.resume, hooks=args.hook, loggers=_loggers(args), learners=args.learners,
+                        device=args.device)
     else:
         config, name = _train_config(args)
+        if args.device is not None:  # (In the config, so that the runs of --seeds have it too.)
+            config["execution_spec"] = dict(config.get("execution_spec") or {}, device=args.device)
         if args.learners is not None:  # (In the config, so that the runs of --seeds have it too.)
             from rlgraph.execution.learners import num_learners_of
             config["execution_spec"]["num_learners"] = num_learners_of({"execution_spec": {"num_learners":

@@ -306,5 +306,5 @@ def check_resume_arguments(where: str, **given: Any) -> None:
     if changed:
         raise RLGraphSpecError("a resumed run keeps the config it started with", where=where,
                                received=", ".join(changed),
-                               hint="only --steps (num_timesteps) may change on --resume, to train further; "
+                               hint="only --steps (num_timesteps), --learners and --device may change on --resume; "
                                     "start a new run (another --output-dir) to change anything else.")

@@ -65,7 +65,8 @@ def training_envs(env_spec: Any, training_spec: Dict[str, Any], seed: Optional[i
 def train(config: Any = None, env: Any = None, backend: Optional[str] = None, num_timesteps: Optional[int] = None,
           seed: Optional[int] = None, overrides: Iterable[str] = (), output_dir: Optional[str] = None,
           progress: bool = True, ray_address: Optional[str] = None, resume: Optional[str] = None,
-          hooks: Sequence[Any] = (), loggers: Sequence[dict] = (), learners: Optional[int] = None) -> Dict[str, Any]:
+          hooks: Sequence[Any] = (), loggers: Sequence[dict] = (), learners: Optional[int] = None,
+          device: Optional[str] = None) -> Dict[str, Any]:
     """Trains an agent as its config says; see the module docstring for what is written.
 
     A config with `execution_spec.ray_spec` runs on its distributed executor
@@ -95,6 +96,8 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
             [{"type": "wandb", "project": "cartpole"}]; not stored in the run's config.
         learners: Sets `execution_spec.num_learners` (`--learners N`; with `resume` too, where it
             replaces the run's): N processes train, averaging their gradients (docs/distributed.md).
+        device: Sets `execution_spec.device` (`--device`; with `resume` too, where it replaces the
+            run's: a run may continue on another machine's device).
 
     Returns:
         A summary: solved, solved_at_step, evaluations [(step, mean return)], best_evaluation,
@@ -121,7 +124,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
         check_run_dir(resume, RESUMED_RUN)
         output_dir = resume
     else:
-        config = resolve_config(config, env, backend, num_timesteps, seed, overrides)
+        config = _on_device(resolve_config(config, env, backend, num_timesteps, seed, overrides), device)
     if learner_group.current() is None:
         if resume is None and learners is not None:
             config["execution_spec"]["num_learners"] = learners
@@ -134,7 +137,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
                 if output_dir:
                     check_new_output_dir(output_dir, NEW_RUN)
             else:
-                config = resumed_config(resume_point(resume, RESUMED_RUN), num_timesteps)
+                config = _on_device(resumed_config(resume_point(resume, RESUMED_RUN), num_timesteps), device)
                 config["execution_spec"]["num_learners"] = wanted
             return train_learners(config, output_dir=output_dir, resume=resume, progress=progress, hooks=hooks,
                                   loggers=loggers)
@@ -143,7 +146,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     try:
         if resume is not None:
             point = resume_point(resume, RESUMED_RUN)
-            config = resumed_config(point, num_timesteps)
+            config = _on_device(resumed_config(point, num_timesteps), device)
             if learners is not None:
                 config["execution_spec"]["num_learners"] = learners
         elif output_dir:
@@ -152,6 +155,13 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     finally:
         if lock is not None:
             lock.release()
+
+
+def _on_device(config: dict, device: Optional[str]) -> dict:
+    """`config` with `execution_spec.device` set to `device` (checked when the agent is made); as it is without one."""
+    if device is not None:
+        config["execution_spec"] = dict(config.get("execution_spec") or {}, device=device)
+    return config
 
 
 def _wanted_learners(config: Optional[dict], resume: Optional[str], learners: Optional[int]) -> int:
