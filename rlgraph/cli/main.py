@@ -182,7 +182,7 @@ def _loggers(args) -> List[dict]:
 
 
 def _train(args) -> int:
-    from rlgraph.execution.training import train
+    from rlgraph.execution.training import train, with_device
     if args.resume is not None:
         # The run's own config: train() refuses the options that would change it.
         given = [name for name in ("algo", "seeds", "jobs") if getattr(args, name) is not None]
@@ -197,8 +197,7 @@ def _train(args) -> int:
                         device=args.device)
     else:
         config, name = _train_config(args)
-        if args.device is not None:  # (In the config, so that the runs of --seeds have it too.)
-            config["execution_spec"] = dict(config.get("execution_spec") or {}, device=args.device)
+        with_device(config, args.device)  # (In the config, so that the runs of --seeds have it too.)
         if args.learners is not None:  # (In the config, so that the runs of --seeds have it too.)
             from rlgraph.execution.learners import num_learners_of
             config["execution_spec"]["num_learners"] = num_learners_of({"execution_spec": {"num_learners":
@@ -251,7 +250,7 @@ def _load_checkpoint(checkpoint: str, env: Optional[str], command: str, device: 
     """(agent with the checkpoint's variables, env spec, resolved config) of a `rlgraph train` checkpoint;
     `device` replaces the run's execution_spec.device (checkpoints hold host arrays, so any device loads them)."""
     from rlgraph.agents.agent_checkpoints import CHECKPOINT_KIND
-    from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config
+    from rlgraph.execution.training import is_distributed, make_agent_and_env, resolve_config, with_device
     from rlgraph.utils.checkpoint_files import read_checkpoint
     # The checkpoint is read once and verified against its manifest; the config and the agent come
     # from those bytes (never from the files again, which may have changed in between).
@@ -260,9 +259,7 @@ def _load_checkpoint(checkpoint: str, env: Optional[str], command: str, device: 
         raise RLGraphCheckpointError("no config.json in the checkpoint directory", where=checkpoint,
                                      hint="pass a checkpoint directory written by `rlgraph train`.")
     config = resolve_config(files.json("config.json"), env=env)
-    if device is not None:
-        config["execution_spec"] = dict(config.get("execution_spec") or {}, device=device)
-    agent, env_spec = make_agent_and_env(config)  # (A distributed config: its learner's agent.)
+    agent, env_spec = make_agent_and_env(with_device(config, device))  # (A distributed config: its learner's agent.)
     # A distributed run's checkpoint holds the learner's agent in learner/ (next to its replay shards).
     if is_distributed(config):
         agent.load_checkpoint_files(files.sub("learner", CHECKPOINT_KIND))

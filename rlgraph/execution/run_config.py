@@ -166,6 +166,14 @@ def is_distributed(config: dict) -> bool:
     return isinstance(agent_class, type) and issubclass(agent_class, IMPALAAgent)
 
 
+def with_device(config: dict, device: Optional[str]) -> dict:
+    """`config` with `execution_spec.device` set to `device` (`--device`; checked when the agent is
+    made); as it is without one."""
+    if device is not None:
+        config["execution_spec"] = dict(config.get("execution_spec") or {}, device=device)
+    return config
+
+
 def make_agent_and_env(config: dict):
     """(agent, environment spec) for a resolved config.
 

@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 from rlgraph.execution.learner_sync import WeightCheck, agree, broadcast_weights
 from rlgraph.execution.learners import num_learners_of, train_learners
 from rlgraph.execution.run_config import (TRAINING_SPEC_DEFAULTS, VECTORIZATIONS, apply_overrides, check_training_spec,
-                                          is_distributed, make_agent_and_env, resolve_config)
+                                          is_distributed, make_agent_and_env, resolve_config, with_device)
 from rlgraph.execution.run_files import RunLogs, checkpoint_after_env_failure, interrupted, resume_agent
 from rlgraph.execution.run_lock import lock_run_dir
 from rlgraph.execution.run_loop import evaluate_greedily, progress_bar
@@ -124,7 +124,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
         check_run_dir(resume, RESUMED_RUN)
         output_dir = resume
     else:
-        config = _on_device(resolve_config(config, env, backend, num_timesteps, seed, overrides), device)
+        config = with_device(resolve_config(config, env, backend, num_timesteps, seed, overrides), device)
     if learner_group.current() is None:
         if resume is None and learners is not None:
             config["execution_spec"]["num_learners"] = learners
@@ -137,7 +137,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
                 if output_dir:
                     check_new_output_dir(output_dir, NEW_RUN)
             else:
-                config = _on_device(resumed_config(resume_point(resume, RESUMED_RUN), num_timesteps), device)
+                config = with_device(resumed_config(resume_point(resume, RESUMED_RUN), num_timesteps), device)
                 config["execution_spec"]["num_learners"] = wanted
             return train_learners(config, output_dir=output_dir, resume=resume, progress=progress, hooks=hooks,
                                   loggers=loggers)
@@ -146,7 +146,7 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     try:
         if resume is not None:
             point = resume_point(resume, RESUMED_RUN)
-            config = _on_device(resumed_config(point, num_timesteps), device)
+            config = with_device(resumed_config(point, num_timesteps), device)
             if learners is not None:
                 config["execution_spec"]["num_learners"] = learners
         elif output_dir:
@@ -155,13 +155,6 @@ def train(config: Any = None, env: Any = None, backend: Optional[str] = None, nu
     finally:
         if lock is not None:
             lock.release()
-
-
-def _on_device(config: dict, device: Optional[str]) -> dict:
-    """`config` with `execution_spec.device` set to `device` (checked when the agent is made); as it is without one."""
-    if device is not None:
-        config["execution_spec"] = dict(config.get("execution_spec") or {}, device=device)
-    return config
 
 
 def _wanted_learners(config: Optional[dict], resume: Optional[str], learners: Optional[int]) -> int:
