@@ -210,6 +210,40 @@ def test_pytorch_adam_fused_and_multi_tensor_paths_match_numpy_rule(monkeypatch,
 
 
 @pytest.mark.parametrize("fused", [True, False])
+def test_pytorch_adam_applies_strided_gradients_where_they_belong(monkeypatch, fused):
+    """A gradient laid out unlike its variable (a convolution kernel's: the forward pass permutes the
+    kernel) updates each element by its own gradient. torch's fused kernel walks memory in order,
+    blind to strides; before the gradient was made contiguous it updated elements with the
+    gradients of others (every PyTorch conv net learned from scrambled kernel gradients)."""
+    torch = pytest.importorskip("torch")
+    from rlgraph.backend_system import backend_scope
+    from rlgraph.components.optimizers import adam_optimizer
+    if not fused:
+        monkeypatch.setattr(adam_optimizer, "FUSED_DEVICE_TYPES", ())
+    theta = RNG.standard_normal((4, 3)).astype(np.float32)
+    c = RNG.standard_normal((3, 4)).astype(np.float32)
+    with backend_scope("pytorch"):
+        optimizer = AdamOptimizer(learning_rate=0.1, beta_1=0.8, beta_2=0.9, epsilon=1e-3)
+        optimizer.when_input_complete(dict(variables=rnp_dict_space(theta)))
+        w = torch.tensor(theta, requires_grad=True)
+        c_t = torch.tensor(c)
+        for _ in range(2):
+            grad = torch.autograd.grad((torch.tanh(w.t()) * c_t).sum(), [w])[0]
+            assert not grad.is_contiguous()  # The case under test: a transposed gradient.
+            optimizer.step({"w": w}, (torch.tanh(w.t()) * c_t).sum(), None)
+    expected, m, v = theta.astype(np.float64), np.zeros(theta.shape), np.zeros(theta.shape)
+    for t in (1, 2):
+        g = (1.0 - np.tanh(expected) ** 2) * c.T
+        expected, m, v = rnp.adam_update(expected, g, m, v, t, 0.1, beta_1=0.8, beta_2=0.9, epsilon=1e-3)
+    np.testing.assert_allclose(w.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def rnp_dict_space(value):
+    from rlgraph.spaces import Dict
+    return Dict(w=FloatBox(shape=value.shape))
+
+
+@pytest.mark.parametrize("fused", [True, False])
 def test_tf_adam_fused_kernel_and_generic_ops_match_numpy_rule(monkeypatch, fused):
     """TF's Adam runs the fused ResourceApplyAdam kernel (epsilon rescaled by sqrt(1 - beta_2^t), see
     AdamOptimizer._apply_tf); without it, the rule's generic ops: both follow the rule. A large

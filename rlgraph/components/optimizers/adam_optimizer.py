@@ -112,9 +112,18 @@ class AdamOptimizer(LocalOptimizer):
         with torch.no_grad():
             self.step_count.add_(1)
             grads = [torch.as_tensor(gradients[k], dtype=p.dtype, device=p.device) for k, p in zip(keys, params)]
-            if next(iter(devices)).type in FUSED_DEVICE_TYPES and hasattr(torch, "_fused_adam_"):
+            if torch.compiler.is_compiling():
+                # torch.compile cannot take the fused kernel (it writes through data pointers): the rule
+                # in tensor ops, which the compiler fuses itself.
+                return self._apply_torch_traced(params, grads, m, v, learning_rate)
+            if next(iter(devices)).type in FUSED_DEVICE_TYPES and hasattr(torch, "_fused_adam_") and \
+                    all(t.is_contiguous() for t in params + m + v):
                 # torch's fused kernel: the same rule (bias-corrected, epsilon added to sqrt(v_hat)) in one
-                # pass over each variable, about 3x faster than the multi-tensor ops below on CPU.
+                # pass over each variable, about 3x faster than the multi-tensor ops below on CPU. It walks
+                # every tensor's memory in order, blind to strides: each gradient must be laid out as its
+                # variable is. A convolution kernel's gradient comes back strided (the forward pass
+                # permutes the kernel), and was applied to the wrong elements before it was copied.
+                grads = [g.contiguous() for g in grads]
                 steps = [self.step_count.to(torch.float32)] * len(params)
                 torch._fused_adam_(params, grads, m, v, [], steps, lr=float(learning_rate), beta1=self.beta_1,
                                    beta2=self.beta_2, weight_decay=0.0, eps=self.epsilon, amsgrad=False,
@@ -135,3 +144,19 @@ class AdamOptimizer(LocalOptimizer):
             torch._foreach_add_(denominators, self.epsilon)
             torch._foreach_addcdiv_(params, m, denominators, value=-float(learning_rate) / bias_1)
 
+    def _apply_torch_traced(self, params: list, grads: list, m: list, v: list, learning_rate: Any) -> None:
+        """The rule of `_apply_torch` in per-tensor ops with the step count as a tensor (for torch.compile,
+        which traces values it cannot read); the step count is already incremented."""
+        import torch
+        t = self.step_count.to(torch.float64)
+        step_size = (torch.as_tensor(learning_rate, dtype=torch.float64) / (1.0 - self.beta_1 ** t)).to(torch.float32)
+        bias_2 = (1.0 - self.beta_2 ** t).to(torch.float32)
+        torch._foreach_mul_(m, self.beta_1)
+        torch._foreach_add_(m, grads, alpha=1.0 - self.beta_1)
+        torch._foreach_mul_(v, self.beta_2)
+        torch._foreach_addcmul_(v, grads, grads, value=1.0 - self.beta_2)
+        denominators = torch._foreach_div(v, bias_2)
+        torch._foreach_sqrt_(denominators)
+        torch._foreach_add_(denominators, self.epsilon)
+        steps = torch._foreach_div(torch._foreach_mul(m, step_size), denominators)
+        torch._foreach_sub_(params, steps)
