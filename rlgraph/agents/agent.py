@@ -56,7 +56,9 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
             True) runs each PyTorch API call with flush-to-zero for subnormal floats (off again
             after the call); tf_trace_at_build (default False) traces every TF API method at
             build instead of at its first call; device ("auto", "cpu", "cuda", "cuda:N") is where
-            the variables live and the API methods run (`rlgraph/utils/devices.py`).
+            the variables live and the API methods run (`rlgraph/utils/devices.py`); compile
+            (default False) compiles root API methods with torch.compile / XLA
+            (`rlgraph/utils/compile_spec.py`).
             The original RLgraph's TF1 keys (session_config, gpu_spec, ...) are mapped or ignored
             with one warning (see `rlgraph/agents/original_keys.py`); so are its summary_spec and
             saver_spec keys save_steps, save_secs and checkpoint_basename.
@@ -232,7 +234,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         options.setdefault("summary_spec", {"summary_regexp": self.summary_spec["summary_regexp"]})
         builder = GraphBuilder(action_space=self.action_space, **options)
         executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal", "tf_trace_at_build",
-                         "device")
+                         "device", "compile")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)

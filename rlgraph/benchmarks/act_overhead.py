@@ -16,15 +16,17 @@ comparison the target 1.15x is for) and "explore" (epsilon-greedy at epsilon 0.5
 function adds a hand-written epsilon-greedy draw in the same backend). Each contender is timed
 in alternating blocks (see `interleaved_medians`); medians in microseconds. Run:
 
-    python -m benchmarks.act_overhead [--backends tf pytorch] [--calls 20000] [--device cpu|cuda] [--quick]
+    python -m benchmarks.act_overhead [--backends tf pytorch] [--calls 20000] [--device cpu|cuda] [--compile] [--quick]
 
 `--device` runs both contenders there (the agent through `execution_spec.device`, the raw
-network moved there; one state in, the action back as numpy).
+network moved there; one state in, the action back as numpy). `--compile` adds a contender for
+greedy acting: a second agent with the same weights whose `get_greedy_actions` is compiled
+(`execution_spec.compile`: torch.compile on PyTorch, XLA on TF).
 """
 from __future__ import annotations
 
 import copy
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -35,9 +37,9 @@ ACT_TARGET = 1.15
 EXPLORE_TIME = 0.08  # time_percentage of the "explore" mode: epsilon = 1 - 0.96 * 0.08 / 0.16 = 0.52
 
 
-def make_agent(backend: str, spec: Optional[dict] = None, device: str = "cpu"):
+def make_agent(backend: str, spec: Optional[dict] = None, device: str = "cpu", compile_spec: Any = False):
     """(agent, state_space, action_space): the CartPole DQN agent on `device` (execution_spec.device),
-    one backend thread."""
+    one backend thread, compiled as `compile_spec` says (execution_spec.compile)."""
     from rlgraph.agents import Agent
     from rlgraph.environments import OpenAIGymEnv
     single_thread(backend)
@@ -46,6 +48,7 @@ def make_agent(backend: str, spec: Optional[dict] = None, device: str = "cpu"):
     execution = spec.setdefault("execution_spec", {})
     execution["torch_num_threads" if backend == "pytorch" else "tf_num_threads"] = 1
     execution["device"] = device
+    execution["compile"] = compile_spec
     agent = Agent.from_spec(spec, state_space=env.state_space, action_space=env.action_space, backend=backend)
     env.terminate()
     return agent, agent.state_space, agent.action_space
@@ -144,8 +147,15 @@ def _tf_actors(layers: List[tuple], num_actions: int, state_dim: int) -> Dict[st
             "explore_concrete": lambda state, epsilon: explore_concrete(state[None], np.float32(epsilon)).numpy()[0]}
 
 
-def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") -> Dict[str, dict]:
+def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu",
+                    compiled: bool = False) -> Dict[str, dict]:
     agent, state_space, action_space = make_agent(backend, device=device)
+    # With `compiled`: a second agent whose greedy method is compiled (execution_spec.compile), timed
+    # greedy only (exploring get_actions stays uncompiled on both backends, see graphs/compilation.py).
+    fast = make_agent(backend, device=device, compile_spec={"api_methods": ["get_greedy_actions"]})[0] \
+        if compiled else None
+    if fast is not None:
+        fast.graph_executor.set_weights(agent.graph_executor.get_weights())  # (Target network and all.)
     layers = policy_layers(agent)
     raw = raw_actors(backend, layers, int(action_space.num_categories), int(state_space.shape[0]), device)
     rng = np.random.RandomState(0)
@@ -160,6 +170,10 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") 
         "explore": {"rlgraph": lambda: agent.get_action(state, time_percentage=EXPLORE_TIME),
                     "raw": lambda: raw["explore"](state, epsilon)},
     }
+    if fast is not None:
+        matches = matches and all(int(fast.get_action(s, use_exploration=False)) == int(raw["greedy"](s))
+                                  for s in states)
+        contenders["greedy"]["rlgraph_compiled"] = lambda: fast.get_action(state, use_exploration=False)
     if "greedy_concrete" in raw:
         contenders["greedy"]["raw_concrete"] = lambda: raw["greedy_concrete"](state)
         contenders["explore"]["raw_concrete"] = lambda: raw["explore_concrete"](state, epsilon)
@@ -167,6 +181,9 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") 
         medians = interleaved_medians(fns, calls, rounds=rounds, warmup=min(200, calls))
         results[mode] = {"rlgraph_us": medians["rlgraph"] * 1e6, "raw_us": medians["raw"] * 1e6,
                          "ratio": medians["rlgraph"] / medians["raw"]}
+        if "rlgraph_compiled" in medians:
+            results[mode]["compiled_us"] = medians["rlgraph_compiled"] * 1e6
+            results[mode]["compiled_ratio"] = medians["rlgraph_compiled"] / medians["raw"]
         if "raw_concrete" in medians:
             results[mode]["raw_concrete_us"] = medians["raw_concrete"] * 1e6
             results[mode]["ratio_vs_concrete"] = medians["rlgraph"] / medians["raw_concrete"]
@@ -174,6 +191,9 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") 
     results["actions_match"] = matches
     results["epsilon"] = epsilon
     agent.terminate()
+    if fast is not None:
+        results["compile_status"] = {k: dict(v) for k, v in fast.graph_executor.compile_status.items()}
+        fast.terminate()
     return results
 
 
@@ -183,24 +203,29 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--calls", type=int, default=None, help="timed calls per contender (default 20000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
     parser.add_argument("--device", default="cpu", help='where both contenders run: "cpu" (default), "cuda", "cuda:N"')
+    parser.add_argument("--compile", action="store_true",
+                        help="also time greedy acting of an agent with execution_spec.compile (torch.compile / XLA)")
     args = parser.parse_args(argv)
     calls = args.calls or (300 if args.quick else 20000)
     backends = select_backends(args.backends, "rlgraph benchmark act (--backends)")
     result = {"calls": calls, "rounds": args.rounds, "quick": args.quick, "device": args.device, "backends": {}}
     rows = []
     for backend in backends:
-        measured = measure_backend(backend, calls, args.rounds, args.device)
+        measured = measure_backend(backend, calls, args.rounds, args.device, args.compile)
         result["backends"][backend] = measured
         for mode in ("greedy", "explore"):
             m = measured[mode]
             target = f"<= {m['target']:.2f}x" if "target" in m else "-"
             concrete = f"{m['ratio_vs_concrete']:.2f}x" if "ratio_vs_concrete" in m else "-"
-            rows.append([backend, mode, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", target, concrete,
-                         "yes" if measured["actions_match"] else "NO"])
+            row = [backend, mode, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", target, concrete]
+            if args.compile:
+                row += [m["compiled_us"], f"{m['compiled_ratio']:.2f}x"] if "compiled_us" in m else ["-", "-"]
+            rows.append(row + ["yes" if measured["actions_match"] else "NO"])
     print(f"agent.get_action(one CartPole state) vs raw backend on {args.device}, median us over {calls} calls per "
           f"contender")
-    print(format_table(["backend", "mode", "rlgraph us", "raw us", "ratio", "target", "vs raw concrete fn",
-                        "same actions"], rows))
+    compiled_columns = ["compiled us", "compiled / raw"] if args.compile else []
+    print(format_table(["backend", "mode", "rlgraph us", "raw us", "ratio", "target", "vs raw concrete fn"]
+                       + compiled_columns + ["same actions"], rows))
     path = write_results(result, args.out)
     if path:
         print(f"wrote {path}")

@@ -15,9 +15,11 @@ Both sides' losses are compared over the first three steps from identical weight
 (`losses_match`), so the contenders do the same work. Timed in alternating blocks; medians in
 microseconds. Run:
 
-    python -m benchmarks.update_overhead [--backends tf pytorch] [--calls 2000] [--device cpu|cuda] [--quick]
+    python -m benchmarks.update_overhead [--backends tf pytorch] [--calls 2000] [--device cpu|cuda] [--compile] [--quick]
 
 `--device` runs both contenders there (the batch arrives as numpy and is moved there in each step).
+`--compile` adds a third contender: an agent with the same weights whose update is compiled
+(`execution_spec.compile`: torch.compile on PyTorch, XLA on TF); its first losses are compared too.
 """
 from __future__ import annotations
 
@@ -111,8 +113,14 @@ def raw_tf_step(online_layers, target_layers, batch: dict, discount: float, lear
     return lambda: float(train(*args))
 
 
-def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") -> Dict[str, object]:
+def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu",
+                    compiled: bool = False) -> Dict[str, object]:
     agent, state_space, action_space = make_agent(backend, device=device)
+    # With `compiled`: a second agent with the same weights whose update is compiled (execution_spec.compile).
+    fast = make_agent(backend, device=device, compile_spec={"api_methods": ["update_from_external_batch"]})[0] \
+        if compiled else None
+    if fast is not None:
+        fast.graph_executor.set_weights(agent.graph_executor.get_weights())  # (Target network and all.)
     batch = make_batch(int(state_space.shape[0]), int(action_space.num_categories))
     online, target = policy_layers(agent), policy_layers(agent, "target_policy")
     learning_rate = float(agent.optimizer_spec["learning_rate"])
@@ -126,12 +134,23 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu") 
     ours = [float(agent.update(batch)[0]) for _ in range(3)]
     theirs = [raw() for _ in range(3)]
     matches = bool(np.allclose(ours, theirs, rtol=1e-3, atol=1e-6))
-    medians = interleaved_medians({"rlgraph": lambda: agent.update(batch), "raw": raw}, calls, rounds=rounds,
-                                  warmup=min(50, calls))
+    contenders = {"rlgraph": lambda: agent.update(batch), "raw": raw}
+    first = {"rlgraph": ours, "raw": theirs}
+    if fast is not None:
+        first["rlgraph_compiled"] = [float(fast.update(batch)[0]) for _ in range(3)]
+        matches = matches and bool(np.allclose(first["rlgraph_compiled"], ours, rtol=1e-3, atol=1e-6))
+        contenders["rlgraph_compiled"] = lambda: fast.update(batch)
+    medians = interleaved_medians(contenders, calls, rounds=rounds, warmup=min(50, calls))
     agent.terminate()
-    return {"rlgraph_us": medians["rlgraph"] * 1e6, "raw_us": medians["raw"] * 1e6,
-            "ratio": medians["rlgraph"] / medians["raw"], "target": UPDATE_TARGET, "losses_match": matches,
-            "first_losses": {"rlgraph": ours, "raw": theirs}}
+    result = {"rlgraph_us": medians["rlgraph"] * 1e6, "raw_us": medians["raw"] * 1e6,
+              "ratio": medians["rlgraph"] / medians["raw"], "target": UPDATE_TARGET, "losses_match": matches,
+              "first_losses": first}
+    if fast is not None:
+        result.update(compiled_us=medians["rlgraph_compiled"] * 1e6,
+                      compiled_ratio=medians["rlgraph_compiled"] / medians["raw"],
+                      compile_status={k: dict(v) for k, v in fast.graph_executor.compile_status.items()})
+        fast.terminate()
+    return result
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
@@ -140,6 +159,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--calls", type=int, default=None, help="timed updates per contender (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
     parser.add_argument("--device", default="cpu", help='where both contenders run: "cpu" (default), "cuda", "cuda:N"')
+    parser.add_argument("--compile", action="store_true",
+                        help="also time an agent whose update is compiled (execution_spec.compile)")
     args = parser.parse_args(argv)
     calls = args.calls or (30 if args.quick else 2000)
     backends = select_backends(args.backends, "rlgraph benchmark update (--backends)")
@@ -147,12 +168,17 @@ def main(argv: Optional[List[str]] = None) -> dict:
               "device": args.device, "backends": {}}
     rows = []
     for backend in backends:
-        m = result["backends"][backend] = measure_backend(backend, calls, args.rounds, args.device)
-        rows.append([backend, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", f"<= {UPDATE_TARGET:.2f}x",
-                     "yes" if m["losses_match"] else "NO"])
+        m = result["backends"][backend] = measure_backend(backend, calls, args.rounds, args.device, args.compile)
+        row = [backend, m["rlgraph_us"], m["raw_us"], f"{m['ratio']:.2f}x", f"<= {UPDATE_TARGET:.2f}x"]
+        if args.compile:
+            status = m["compile_status"]["update_from_external_batch"]
+            row += [m["compiled_us"], f"{m['compiled_ratio']:.2f}x", "yes" if status["compiled"] else "no (see log)"]
+        rows.append(row + ["yes" if m["losses_match"] else "NO"])
     print(f"agent.update(batch of {BATCH_SIZE}) vs a raw double-DQN Adam step on {args.device}, median us over "
           f"{calls} calls each")
-    print(format_table(["backend", "rlgraph us", "raw us", "ratio", "target", "same losses"], rows))
+    compiled_columns = ["compiled us", "compiled / raw", "compiled"] if args.compile else []
+    print(format_table(["backend", "rlgraph us", "raw us", "ratio", "target"] + compiled_columns + ["same losses"],
+                       rows))
     path = write_results(result, args.out)
     if path:
         print(f"wrote {path}")

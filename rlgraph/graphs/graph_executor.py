@@ -18,12 +18,14 @@ import numpy as np
 
 from rlgraph.backend_system import get_backend, normalize_backend
 from rlgraph.components.api_aliases import class_aliases, resolve_api_name
+from rlgraph.graphs.compilation import CompileStatus
 from rlgraph.graphs.executor_saving import ExecutorSaving
 from rlgraph.graphs.executor_variables import ExecutorVariables
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
+from rlgraph.utils.compile_spec import check_compile, compiled_api_methods
 from rlgraph.utils.devices import check_device
-from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
+from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import Specifiable, closest_match
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
     # Backend name -> executor class ({"tf": TensorFlowExecutor, "pytorch": PyTorchExecutor}); filled by
     # rlgraph/graphs/__init__.py once both subclasses are defined.
     __lookup_classes__: dict = {}
+    # execution_spec.compile modes the backend's compiler takes (None: its default).
+    compile_modes: tuple = ("default",)
 
     def __init__(self, graph_builder: Any = None, execution_spec: Optional[dict] = None,
                  saver_spec: Optional[dict] = None, summary_spec: Optional[dict] = None,
@@ -58,6 +62,9 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         self.saver_spec = dict(saver_spec or {})
         self.root_component = None
         self.device = None  # The backend's device, set at build (execution_spec.device).
+        # Root API methods compiled by the backend's compiler (execution_spec.compile), set at build.
+        self.compiled_apis: frozenset = frozenset()
+        self.compile_status = CompileStatus()  # Per compiled method: compiled or why not (compilation.py).
         self.build_stats = BuildStats()
         self._converters: Dict[str, list] = {}
         self._api_aliases: Dict[str, str] = {}  # Alias -> root API method (e.g. "call" -> "apply").
@@ -95,6 +102,12 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         self.seed(self.execution_spec.get("seed"))
         self._configure_backend()
         self.device = self._resolve_device(check_device(self.execution_spec.get("device", "auto"), type(self).__name__))
+        compile_spec = check_compile(self.execution_spec.get("compile", False), type(self).__name__)
+        if compile_spec and compile_spec["mode"] not in (None,) + self.compile_modes:
+            raise RLGraphSpecError(f"{self.backend}'s compiler has no mode {compile_spec['mode']!r}",
+                                   where=f"{type(self).__name__}(execution_spec.compile.mode)",
+                                   expected=list(self.compile_modes), received=repr(compile_spec["mode"]),
+                                   hint="TF compiles with XLA, which has no modes; leave the mode out.")
         _warn_other_component_devices(root_components, str(self.device))
         with self._device_scope():
             stats = self.graph_builder.build(root_components, input_spaces, self.backend)
@@ -106,6 +119,9 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
             for api, args in self.graph_builder.api_signatures.items()}
         self._api_aliases = {alias: api for alias, api in class_aliases(type(root_components)).items()
                              if api in self._converters}
+        self.compiled_apis = frozenset(compiled_api_methods(compile_spec, self._converters, type(self).__name__) or ())
+        self._compile_mode = compile_spec["mode"] if compile_spec else None
+        self.compile_status = CompileStatus()
         with self._device_scope():
             self._after_build()
         # Re-seed so that runs do not depend on how many random ops the build's trace drew.
@@ -114,6 +130,8 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         self.build_stats = BuildStats(stats, total_build_time=time.perf_counter() - start,
                                       backend_time=stats["backend_time"] + prepare)
         self.build_stats["build_overhead"] = self.build_stats["total_build_time"] - self.build_stats["backend_time"]
+        if self.compiled_apis:
+            self.build_stats["compile"] = self.compile_status  # (Filled at each method's first call.)
         return self.build_stats
 
     def _configure_backend(self) -> None:

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from rlgraph.backend_system import backend_scope
+from rlgraph.graphs.compilation import TorchCompiledRun
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.utils.compile_spec import TORCH_MODES
 from rlgraph.utils.devices import torch_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
@@ -33,6 +35,7 @@ class PyTorchExecutor(GraphExecutor):
 
     backend = "pytorch"
     graph_export_formats = ("pickled-module",)
+    compile_modes = TORCH_MODES
     _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
 
     def _configure_backend(self) -> None:
@@ -65,8 +68,17 @@ class PyTorchExecutor(GraphExecutor):
         root = self.root_component
         self._set_grad_enabled = torch._C._set_grad_enabled  # (torch.no_grad() costs ~1 us more per call)
         self._is_grad_enabled = torch.is_grad_enabled
-        self._methods = {api: (self.graph_builder.plans[api].run, root.api_methods[api].no_grad)
+        self._methods = {api: (self._plan_run(api), root.api_methods[api].no_grad)
                          for api in self.graph_builder.api_signatures}
+
+    def _plan_run(self, api: str) -> Any:
+        """fn(tensors) running root API method `api`: its call plan, compiled where execution_spec.compile
+        asks (see compilation.py)."""
+        run = self.graph_builder.plans[api].run
+        if api not in self.compiled_apis:
+            return run
+        return TorchCompiledRun(run, api, self._compile_mode, not self._on_host, self.compile_status,
+                                f"{self._where()}.{api}")
 
     def _to_tensor(self, array: np.ndarray) -> Any:
         import torch

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from rlgraph.backend_system import backend_scope
+from rlgraph.graphs.compilation import is_xla_compile_error, xla_refusal
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
 from rlgraph.spaces import Dict, Space, Tuple
 from rlgraph.utils.devices import tf_device
@@ -93,15 +94,33 @@ class TensorFlowExecutor(GraphExecutor):
         self._flat_call = {}  # Root API method -> whether calls may go to its flat inputs directly.
         self._tf = tf
         self._trace_lock = threading.Lock()
+        # Methods traced as XLA functions (execution_spec.compile), until one proves uncompilable, and
+        # those of them whose first call (XLA compiles at it) has not been timed yet.
+        self._xla = set(self.compiled_apis)
+        self._xla_untimed = set(self.compiled_apis)
         for api, args in self.graph_builder.api_signatures.items():
             self._signatures[api] = [tensor_spec(space) for _, space in args]
-            self.functions[api] = tf.function(_api_body(self.graph_builder.plans[api], api),
-                                              input_signature=self._signatures[api], autograph=False)
+            if api in self._xla:
+                self.compile_status.add(api)
+            self.functions[api] = self._function(api)
         self.module.api_functions = dict(self.functions)
         self._checkpoint = tf.train.Checkpoint(model=self.module)
         if self.execution_spec.get("tf_trace_at_build"):
             for api in self.functions:
                 self._concrete_function(api)
+
+    def _function(self, api: str) -> Any:
+        """The `tf.function` of root API method `api`'s call plan (with XLA while `api` is in `_xla`)."""
+        return self._tf.function(_api_body(self.graph_builder.plans[api], api), input_signature=self._signatures[api],
+                                 autograph=False, jit_compile=api in self._xla)
+
+    def _run_uncompiled(self, api: str, reason: str) -> None:
+        """Serves `api` from an uncompiled `tf.function` from now on (one warning naming `reason`)."""
+        self._xla.discard(api)
+        self._xla_untimed.discard(api)
+        self.compile_status.refuse(api, reason, f"{self._where()}.{api}")
+        self.functions[api] = self.module.api_functions[api] = self._function(api)
+        self._concrete.pop(api, None)
 
     def _concrete_function(self, api: str) -> Any:
         """The traced function of root API method `api` (traced by the first caller; one trace per
@@ -114,6 +133,13 @@ class TensorFlowExecutor(GraphExecutor):
                     start = time.perf_counter()
                     with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), self._device_scope():
                         concrete = self.functions[api].get_concrete_function(*self._signatures[api])
+                    if api in self._xla:
+                        refusal = xla_refusal(concrete)
+                        if refusal:
+                            self._run_uncompiled(api, f"XLA would change its results: {refusal}")
+                            with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), \
+                                    self._device_scope():
+                                concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     self.trace_times[api] = time.perf_counter() - start
                     spaces = [space for _, space in self.graph_builder.api_signatures[api]]
                     self._flat_call[api] = _takes_flat_inputs(concrete, self._signatures[api], spaces)
@@ -129,17 +155,34 @@ class TensorFlowExecutor(GraphExecutor):
         tf = self._tf
         concrete = self._concrete.get(name) or self._concrete_function(name)
         try:
+            if name in self._xla_untimed:
+                return self._first_xla_call(name, concrete, tensors)
             if self._flat_call[name]:
                 # What `concrete(*tensors)` runs once it has matched the arguments to the signature:
                 # the inputs are eager tensors of the signature's dtypes and shapes already, so the
                 # matching (about half of a small call's cost) is skipped.
                 return concrete._call_flat(tf.nest.flatten(tensors), concrete.captured_inputs)
             return concrete(*tensors)
-        except tf.errors.InvalidArgumentError as error:
+        except tf.errors.OpError as error:
+            if name in self._xla and is_xla_compile_error(error):
+                # XLA compiles (for each new input shape) before any op runs: nothing of this call has
+                # happened, so it runs uncompiled, as it would without execution_spec.compile.
+                self._run_uncompiled(name, f"XLA cannot compile it: {_first_line(error.message)}")
+                return self._call_api(name, tensors)
+            if not isinstance(error, tf.errors.InvalidArgumentError):
+                raise
             # In-graph checks (tf.debugging asserts, e.g. a memory asked for more records than it
             # holds) surface as the same RLGraphError that the PyTorch executor raises.
             raise RLGraphError(f"API method '{name}' rejected its input: {_assertion_text(error.message)}",
                                where=f"{self._where()}.{name}") from None
+
+    def _first_xla_call(self, name: str, concrete: Any, tensors: list) -> Any:
+        """The first call of an XLA method: timed (compilation included) into `compile_status`."""
+        start = time.perf_counter()
+        output = concrete(*tensors)
+        self._xla_untimed.discard(name)
+        self.compile_status[name].update(compiled=True, seconds=time.perf_counter() - start)
+        return output
 
     def _to_numpy(self, output: Any) -> Any:
         return numpy_structure(output, _tf_to_numpy)
@@ -276,6 +319,12 @@ def _tf_to_numpy(value: Any) -> Any:
 def _escape(name: str) -> str:
     """How tf.train.Checkpoint writes a dict key into a checkpoint key."""
     return name.replace(".", "..").replace("/", ".S")
+
+
+def _first_line(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    line = lines[0] if lines else message
+    return line if len(line) <= 240 else line[:237] + "..."
 
 
 def _assertion_text(message: str) -> str:

@@ -105,6 +105,10 @@ class TimeDependentParameter(Component):
             t = tf.cast(time_percentage, tf.float32)
             return tf.cast(self._value(_clip(t, 0.0, 1.0)), tf.float32)
         import torch
+        if isinstance(time_percentage, torch.Tensor) and torch.compiler.is_compiling():
+            # torch.compile traces tensors, not their values: the python maths below in float64 ops.
+            t = time_percentage.to(torch.float64)
+            return torch.as_tensor(self._value(_clip(t, 0.0, 1.0))).to(torch.float32)
         if not isinstance(time_percentage, torch.Tensor) or time_percentage.dim() == 0:
             # One time for the whole batch (the acting path): python maths and one small tensor
             # instead of a chain of tensor ops on a scalar.

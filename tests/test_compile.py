@@ -1,0 +1,162 @@
+"""`execution_spec.compile`: root API methods compiled with torch.compile (PyTorch) or XLA (TF).
+
+A compiled method gives what the uncompiled one gives, within float tolerance (fused kernels round
+differently): the same greedy actions and, from the same weights and batches, the same losses and
+weights. A method the compiler cannot take whole, or whose results XLA would change (random draws,
+assertions), runs uncompiled with one warning that says why, and its results are exactly the
+uncompiled ones. See rlgraph/graphs/compilation.py.
+"""
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from rlgraph.agents import Agent
+from rlgraph.backend_system import get_backend
+from rlgraph.benchmarks.update_overhead import make_batch
+from rlgraph.components import Component
+from rlgraph.graphs.compilation import torch_failure_reason
+from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.tests import ComponentTest
+from rlgraph.utils.compile_spec import check_compile
+from rlgraph.utils.decorators import rlgraph_api
+from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+
+COMPILED = ["update_from_external_batch", "get_greedy_actions"]
+
+
+def _dqn(backend, compile_spec, seed=1):
+    with open("configs/dqn_cartpole.json") as handle:
+        spec = json.load(handle)
+    spec["network_spec"] = [{"type": "dense", "units": 32, "activation": "relu"}]
+    spec["execution_spec"] = dict(seed=seed, compile=compile_spec, torch_num_threads=1, tf_num_threads=1)
+    return Agent.from_spec(spec, state_space=FloatBox(shape=(4,)), action_space=IntBox(2), backend=backend)
+
+
+def test_compile_spec_values():
+    assert check_compile(False, "A") is False and check_compile(None, "A") is False
+    assert check_compile(True, "A") == {"api_methods": None, "mode": None}
+    assert check_compile({"api_methods": "update"}, "A") == {"api_methods": ("update",), "mode": None}
+    for bad, text in ((1, "true, false or a dict"), ("yes", "true, false or a dict"),
+                      ({"modes": "default"}, "unknown"), ({"mode": "fast"}, "torch.compile's modes"),
+                      ({"api_methods": []}, "non-empty list"), ({"api_methods": [3]}, "non-empty list")):
+        with pytest.raises(RLGraphSpecError, match=text) as error:
+            check_compile(bad, "Agent")
+        assert "execution_spec.compile" in str(error.value)
+
+
+def test_agent_refuses_bad_compile_values(backend):
+    with pytest.raises(RLGraphSpecError, match="execution_spec.compile"):
+        _dqn(backend, "yes")
+    with pytest.raises(RLGraphSpecError, match="no root API method") as error:
+        _dqn(backend, {"api_methods": ["update_from_external_batc"]})
+    assert "update_from_external_batch" in str(error.value)  # The names it could have meant.
+    if backend == "tf":
+        with pytest.raises(RLGraphSpecError, match="no mode 'reduce-overhead'"):
+            _dqn(backend, {"mode": "reduce-overhead"})
+
+
+def test_compiled_dqn_updates_and_acts_as_uncompiled(backend):
+    plain, compiled = _dqn(backend, False), _dqn(backend, {"api_methods": COMPILED})
+    assert compiled.graph_executor.compiled_apis == frozenset(COMPILED)
+    batch = make_batch(4, 2, batch_size=32)
+    states = np.random.RandomState(0).randn(64, 4).astype(np.float32)
+    for _ in range(3):
+        ours, theirs = compiled.update(batch), plain.update(batch)
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-4, atol=1e-6)  # The TD errors.
+    weights, expected = compiled.get_weights(), plain.get_weights()
+    assert set(weights) == set(expected)
+    for name in expected:
+        np.testing.assert_allclose(weights[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(compiled.get_action(states, use_exploration=False),
+                                  plain.get_action(states, use_exploration=False))
+    status = compiled.graph_executor.compile_status
+    assert set(status) == set(COMPILED)
+    for api in COMPILED:
+        assert status[api]["compiled"] is True and status[api]["reason"] is None and status[api]["seconds"] > 0
+    assert compiled.build_stats["compile"] is status
+    assert "compile" not in plain.build_stats
+
+
+class HostAndNoise(Component):
+    """`double` takes a python decision (PyTorch) or runs numpy (TF), which neither compiler can take;
+    `noisy` draws random numbers."""
+
+    @rlgraph_api
+    def _graph_fn_double(self, x):
+        if get_backend() == "tf":
+            import tensorflow as tf
+            y = tf.numpy_function(lambda a: a * np.float32(2), [x], tf.float32)
+            y.set_shape(x.shape)
+            return y
+        # A python decision on a tensor's value (Dynamo traces numpy maths, not this).
+        return x * 2.0 if bool((x == x).all()) else x
+
+    @rlgraph_api
+    def _graph_fn_noisy(self, x):
+        if get_backend() == "tf":
+            import tensorflow as tf
+            return x + tf.random.normal(tf.shape(x))
+        import torch
+        return x + torch.randn_like(x)
+
+
+def _host_and_noise(backend, compile_spec):
+    return ComponentTest(HostAndNoise(scope="host-and-noise"), input_spaces=dict(x=FloatBox(shape=(3,), add_batch_rank=True)),
+                         backend=backend, seed=5, execution_spec={"compile": compile_spec})
+
+
+def test_methods_the_compiler_cannot_take_run_uncompiled_with_one_warning(backend, caplog):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    plain, compiled = _host_and_noise(backend, False), _host_and_noise(backend, True)
+    with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.compilation"):
+        # (Both executors draw from the backend's global generator: each sequence starts from the seed.)
+        compiled.graph_executor.seed(5)
+        ours = [(compiled.test(("double", x)), compiled.test(("noisy", x))) for _ in range(3)]
+    plain.graph_executor.seed(5)
+    for (double, noisy), _ in zip(ours, range(3)):
+        np.testing.assert_array_equal(double, x * 2)
+        # Random draws: the same numbers as uncompiled, from the same seed (PyTorch compiles the
+        # method with torch's own generator; XLA's would differ, so TF leaves it uncompiled).
+        np.testing.assert_array_equal(noisy, plain.test(("noisy", x)))
+    status = compiled.graph_executor.compile_status
+    warnings = [r.getMessage() for r in caplog.records if r.name == "rlgraph.graphs.compilation"]
+    assert status["double"]["compiled"] is False
+    assert len([w for w in warnings if "host-and-noise.double runs uncompiled" in w]) == 1, warnings
+    if backend == "pytorch":
+        assert "_graph_fn_double" in status["double"]["reason"], status["double"]
+        assert status["noisy"]["compiled"] is True
+    else:
+        assert "XLA cannot compile it" in status["double"]["reason"], status["double"]
+        assert status["noisy"]["compiled"] is False
+        assert "random ops (RandomStandardNormal)" in status["noisy"]["reason"]
+        assert len([w for w in warnings if "host-and-noise.noisy runs uncompiled" in w]) == 1, warnings
+
+
+def test_exploring_dqn_actions_stay_exact(backend, caplog):
+    # get_actions has no compiled form on either backend (PyTorch: greedy calls skip the random draws,
+    # a branch on the input; TF: XLA's random ops): it warns once and acts exactly as uncompiled.
+    plain, compiled = _dqn(backend, False, seed=3), _dqn(backend, {"api_methods": ["get_actions"]}, seed=3)
+    states = np.random.RandomState(1).randn(20, 4).astype(np.float32)
+    with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.compilation"):
+        compiled.graph_executor.seed(3)
+        ours = [int(compiled.get_action(s, time_percentage=0.05)) for s in states]
+    plain.graph_executor.seed(3)
+    theirs = [int(plain.get_action(s, time_percentage=0.05)) for s in states]
+    assert ours == theirs and 0 < sum(ours) < len(ours)
+    reason = compiled.graph_executor.compile_status["get_actions"]["reason"]
+    assert ("exploration.py" in reason) if backend == "pytorch" else ("RandomUniform" in reason), reason
+    assert len([r for r in caplog.records if r.name == "rlgraph.graphs.compilation"]) == 1
+
+
+def test_torch_failure_reason_names_the_rlgraph_line():
+    text = ("Data-dependent branching\n  Explanation: ...\nfrom user code:\n"
+            '   File "/x/rlgraph/graphs/plans.py", line 39, in run\n'
+            '  File "/x/rlgraph/components/explorations/exploration.py", line 141, in _graph_fn_epsilon_greedy\n')
+    assert torch_failure_reason(RuntimeError(text)) == (
+        "RuntimeError: Data-dependent branching (at rlgraph/components/explorations/exploration.py:141 in "
+        "_graph_fn_epsilon_greedy)")
+    failed = "backend='inductor' raised:\nRuntimeError: boom\n"
+    assert torch_failure_reason(ValueError(failed)) == "ValueError: backend='inductor' raised: RuntimeError: boom"
