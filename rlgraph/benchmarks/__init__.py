@@ -34,6 +34,9 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
                  "data-parallel DQN update samples/s with 1 and N learner processes vs raw PyTorch DDP"),
     "ray-learners": ("rlgraph.benchmarks.ray_learners",
                      "IMPALA update samples/s: 1 learner in the driver vs N learner actors on Ray vs N plain processes"),
+    "device": ("rlgraph.benchmarks.device_updates",
+               "gradient steps/s of DQN (Nature CNN) and SAC vs Stable-Baselines3 on one device, with and without "
+               "execution_spec.compile"),
     "build": ("rlgraph.benchmarks.build_time", "total_build_time and build_overhead of the DQN agent"),
     "replay": ("rlgraph.benchmarks.replay", "prioritized replay insert/sample/update records per second"),
     "apex": ("rlgraph.benchmarks.apex",
