@@ -160,3 +160,23 @@ def test_torch_failure_reason_names_the_rlgraph_line():
         "_graph_fn_epsilon_greedy)")
     failed = "backend='inductor' raised:\nRuntimeError: boom\n"
     assert torch_failure_reason(ValueError(failed)) == "ValueError: backend='inductor' raised: RuntimeError: boom"
+
+
+def test_updates_from_the_memory_compiled_equal_uncompiled(backend):
+    # PyTorch compiles the sampling (its random draws from torch's generator) with the update; TF keeps
+    # the method uncompiled (XLA's generator would sample other records).
+    rng = np.random.RandomState(0)
+    states, actions = rng.randn(100, 4).astype(np.float32), rng.randint(0, 2, 100)
+    losses = {}
+    for compile_spec in (False, {"api_methods": ["update_from_memory"]}):
+        agent = _dqn(backend, compile_spec, seed=2)
+        agent.observe(states, actions, None, np.ones(100, np.float32), states[::-1].copy(),
+                      np.arange(100) % 25 == 24, truncated=True)
+        agent.graph_executor.seed(2)
+        losses[bool(compile_spec)] = [float(agent.update()[0]) for _ in range(3)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+    status = agent.graph_executor.compile_status["update_from_memory"]
+    if backend == "pytorch":
+        assert status["compiled"] is True
+    else:
+        assert status["compiled"] is False and "RandomUniformInt" in status["reason"]

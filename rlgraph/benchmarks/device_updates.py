@@ -13,8 +13,9 @@ One gradient step is, for SB3, `model.train(gradient_steps=1, batch_size)` (it s
 buffer), and for rlgraph `agent.update()` (it samples its in-graph memory). The target networks are
 not synchronized while timing (DQN's every 10^9 steps in both; SAC's soft update is part of the step
 in both). Two more rlgraph contenders update from one fixed batch (`agent.update(batch)`), without
-and with `execution_spec.compile` for the update method, which measures what compiling buys
-(sampling in the memory is not compiled: see docs/backends.md). Contenders alternate in blocks
+and with `execution_spec.compile` for the update method, which measures what compiling buys the
+update itself on both backends (PyTorch also compiles DQN's `update_from_memory`, sampling included;
+TF keeps it uncompiled, its sampling being random: see docs/backends.md). Contenders alternate in blocks
 (`interleaved_medians`); the table gives steps/s and the ratio to SB3. Run:
 
     rlgraph benchmark device [--device cpu|cuda] [--algos dqn-cnn sac] [--backends pytorch tf] [--calls N] [--quick]
