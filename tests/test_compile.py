@@ -26,9 +26,11 @@ from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 COMPILED = ["update_from_external_batch", "get_greedy_actions"]
 
 
-def _dqn(backend, compile_spec, seed=1):
+def _dqn(backend, compile_spec, seed=1, capacity=None):
     with open("configs/dqn_cartpole.json") as handle:
         spec = json.load(handle)
+    if capacity:
+        spec["memory_spec"] = {"type": "replay-memory", "capacity": capacity}
     spec["network_spec"] = [{"type": "dense", "units": 32, "activation": "relu"}]
     spec["execution_spec"] = dict(seed=seed, compile=compile_spec, torch_num_threads=1, tf_num_threads=1)
     return Agent.from_spec(spec, state_space=FloatBox(shape=(4,)), action_space=IntBox(2), backend=backend)
@@ -162,21 +164,30 @@ def test_torch_failure_reason_names_the_rlgraph_line():
     assert torch_failure_reason(ValueError(failed)) == "ValueError: backend='inductor' raised: RuntimeError: boom"
 
 
-def test_updates_from_the_memory_compiled_equal_uncompiled(backend):
-    # PyTorch compiles the sampling (its random draws from torch's generator) with the update; TF keeps
-    # the method uncompiled (XLA's generator would sample other records).
+def test_the_memory_path_compiled_equals_uncompiled(backend):
+    # Inserts that wrap around the ring, then updates that sample it. PyTorch compiles both (the
+    # sampling draws from torch's generator); TF compiles the insert and keeps the update uncompiled
+    # (XLA's generator would sample other records).
     rng = np.random.RandomState(0)
     states, actions = rng.randn(100, 4).astype(np.float32), rng.randint(0, 2, 100)
-    losses = {}
-    for compile_spec in (False, {"api_methods": ["update_from_memory"]}):
-        agent = _dqn(backend, compile_spec, seed=2)
-        agent.observe(states, actions, None, np.ones(100, np.float32), states[::-1].copy(),
-                      np.arange(100) % 25 == 24, truncated=True)
+    losses, memories = {}, {}
+    for compile_spec in (False, {"api_methods": ["update_from_memory", "insert_records"]}):
+        agent = _dqn(backend, compile_spec, seed=2, capacity=64)
+        for start in (0, 50):  # Two inserts: the second one wraps.
+            part = slice(start, start + 50)
+            agent.observe(states[part], actions[part], None, np.ones(50, np.float32), states[part][::-1].copy(),
+                          np.arange(50) % 25 == 24, truncated=True)
+        memories[bool(compile_spec)] = {k: v for k, v in agent.graph_executor.get_weights().items() if "memory" in k}
         agent.graph_executor.seed(2)
         losses[bool(compile_spec)] = [float(agent.update()[0]) for _ in range(3)]
+    assert memories[True] and set(memories[True]) == set(memories[False])
+    for name, value in memories[False].items():
+        np.testing.assert_array_equal(memories[True][name], value, err_msg=name)
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
-    status = agent.graph_executor.compile_status["update_from_memory"]
+    status = agent.graph_executor.compile_status
+    assert status["insert_records"]["compiled"] is True
     if backend == "pytorch":
-        assert status["compiled"] is True
+        assert status["update_from_memory"]["compiled"] is True
     else:
-        assert status["compiled"] is False and "RandomUniformInt" in status["reason"]
+        assert status["update_from_memory"]["compiled"] is False
+        assert "RandomUniformInt" in status["update_from_memory"]["reason"]

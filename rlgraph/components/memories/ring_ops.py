@@ -46,10 +46,15 @@ def write_ring(memory: Memory, flat: Dict[str, Any]) -> Any:
         new_size = tf.minimum(size + n, capacity)
     else:
         import torch
-        index, size = int(memory.index), int(memory.size)
         keep = min(n, capacity)
+        if torch.compiler.is_compiling():
+            # torch.compile traces tensors, not their values: the same arithmetic on the 0-d variables.
+            index, size = memory.index.clone(), memory.size
+            new_size = torch.clamp(size + n, max=capacity)
+        else:
+            index, size = int(memory.index), int(memory.size)
+            new_size = min(size + n, capacity)
         slots = (index + torch.arange(n - keep, n, dtype=torch.long)) % capacity
-        new_size = min(size + n, capacity)
     for key, variable in memory.memory.items():
         memory.scatter_update_variable(variable, slots, flat[key][n - keep:])
     memory.assign_variable(memory.index, (index + n) % capacity)
