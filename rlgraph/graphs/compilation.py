@@ -64,7 +64,7 @@ class TorchCompiledRun:
     """A root API method's plan run compiled by `torch.compile`, or uncompiled once compilation failed.
 
     Args:
-        run: The plan's run (fn(tensors) -> output).
+        run: The plan's bound `CallPlan.run` (fn(tensors) -> output).
         api: The root API method's name.
         mode: torch.compile's mode (None: "reduce-overhead" on a GPU, else "default").
         on_gpu: Whether the executor's device is a GPU.
@@ -83,8 +83,7 @@ class TorchCompiledRun:
         options = dict(list_mode_options(mode or ("reduce-overhead" if on_gpu else "default")))
         # Random ops draw from torch's generator as uncompiled code does (Inductor's own differs).
         options["fallback_random"] = True
-        self.compiled = torch.compile(own_code_run(run.__self__, api) if hasattr(run, "__self__") else run,
-                                      fullgraph=True, options=options)
+        self.compiled = torch.compile(own_code_run(run.__self__, api), fullgraph=True, options=options)
         # Updates differentiate with torch.autograd.grad, which Dynamo traces only when asked; set for
         # these calls alone, not for the process.
         self._config = lambda: torch._dynamo.config.patch(trace_autograd_ops=True)
