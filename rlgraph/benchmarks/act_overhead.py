@@ -54,6 +54,14 @@ def make_agent(backend: str, spec: Optional[dict] = None, device: str = "cpu", c
     return agent, agent.state_space, agent.action_space
 
 
+def compiled_twin(agent, device: str, api_methods: List[str]):
+    """A second `make_agent` agent with `agent`'s variables (target network and all) whose `api_methods`
+    are compiled (execution_spec.compile)."""
+    twin = make_agent(agent.backend, device=device, compile_spec={"api_methods": list(api_methods)})[0]
+    twin.graph_executor.set_weights(agent.graph_executor.get_weights())
+    return twin
+
+
 def policy_layers(agent, policy: str = "policy") -> List[tuple]:
     """[(kernel [in, out], bias [out]), ...] of the agent's dense policy network, input to output."""
     root = agent.root_component
@@ -152,10 +160,7 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu",
     agent, state_space, action_space = make_agent(backend, device=device)
     # With `compiled`: a second agent whose greedy method is compiled (execution_spec.compile), timed
     # greedy only (exploring get_actions stays uncompiled on both backends, see graphs/compilation.py).
-    fast = make_agent(backend, device=device, compile_spec={"api_methods": ["get_greedy_actions"]})[0] \
-        if compiled else None
-    if fast is not None:
-        fast.graph_executor.set_weights(agent.graph_executor.get_weights())  # (Target network and all.)
+    fast = compiled_twin(agent, device, ["get_greedy_actions"]) if compiled else None
     layers = policy_layers(agent)
     raw = raw_actors(backend, layers, int(action_space.num_categories), int(state_space.shape[0]), device)
     rng = np.random.RandomState(0)

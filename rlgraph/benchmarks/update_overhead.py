@@ -27,7 +27,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from rlgraph.benchmarks.act_overhead import make_agent, policy_layers, raw_device, tf_network, torch_network
+from rlgraph.benchmarks.act_overhead import compiled_twin, make_agent, policy_layers, raw_device, tf_network, \
+    torch_network
 from rlgraph.benchmarks.common import format_table, interleaved_medians, make_parser, select_backends, write_results
 
 UPDATE_TARGET = 1.10
@@ -117,10 +118,7 @@ def measure_backend(backend: str, calls: int, rounds: int, device: str = "cpu",
                     compiled: bool = False) -> Dict[str, object]:
     agent, state_space, action_space = make_agent(backend, device=device)
     # With `compiled`: a second agent with the same weights whose update is compiled (execution_spec.compile).
-    fast = make_agent(backend, device=device, compile_spec={"api_methods": ["update_from_external_batch"]})[0] \
-        if compiled else None
-    if fast is not None:
-        fast.graph_executor.set_weights(agent.graph_executor.get_weights())  # (Target network and all.)
+    fast = compiled_twin(agent, device, ["update_from_external_batch"]) if compiled else None
     batch = make_batch(int(state_space.shape[0]), int(action_space.num_categories))
     online, target = policy_layers(agent), policy_layers(agent, "target_policy")
     learning_rate = float(agent.optimizer_spec["learning_rate"])
