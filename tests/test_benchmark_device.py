@@ -26,3 +26,16 @@ def test_device_benchmark_quick(capsys):
     # SAC's update draws random numbers: XLA would draw others, so it stays uncompiled, saying why.
     status = result["algos"]["sac"]["compile_status"]["tf"]["update_from_external_batch_and_sync"]
     assert status["compiled"] is False and "random ops" in status["reason"]
+
+
+def test_act_and_update_benchmarks_time_a_compiled_twin():
+    # TF only, for the reason in this module's docstring.
+    from rlgraph.benchmarks import act_overhead, update_overhead
+    update = update_overhead.main(["--quick", "--compile", "--backends", "tf", "--calls", "5", "--out", ""])
+    measured = update["backends"]["tf"]
+    assert measured["compiled_us"] > 0 and measured["losses_match"], measured["first_losses"]
+    assert measured["compile_status"]["update_from_external_batch"]["compiled"] is True
+    act = act_overhead.main(["--quick", "--compile", "--backends", "tf", "--calls", "20", "--out", ""])
+    measured = act["backends"]["tf"]
+    assert measured["greedy"]["compiled_us"] > 0 and "compiled_us" not in measured["explore"]
+    assert measured["actions_match"]  # The compiled twin's greedy actions too, on 200 states.
