@@ -130,8 +130,20 @@ def torch_failure_reason(error: BaseException) -> str:
 
 
 # Op types whose XLA kernels would change a result: random ops (XLA's generator draws other numbers
-# than TF's kernels from the same seeds) and assertions (XLA compiles them away).
-_XLA_CHANGED = re.compile(r"Random|Multinomial|TruncatedNormal|^Stateless|^Stateful|^Assert$")
+# than TF's kernels from the same seeds), stateless and stateful ones, and assertions (XLA compiles
+# them away). Not control flow and calls (StatelessIf, StatelessWhile, StatefulPartitionedCall).
+_XLA_CHANGED = re.compile(r"Random|Multinomial|TruncatedNormal|StandardNormal|^StatefulUniform|^StatelessShuffle"
+                          r"|^Assert$")
+
+
+def xla_changed_ops(op_types: Any) -> list:
+    """The op types among `op_types` whose results XLA would change, sorted.
+
+    >>> xla_changed_ops(["MatMul", "RandomUniform", "StatelessIf", "StatefulPartitionedCall", "Assert",
+    ...                  "StatelessRandomUniformV2", "StatefulStandardNormalV2", "StatelessWhile"])
+    ['Assert', 'RandomUniform', 'StatefulStandardNormalV2', 'StatelessRandomUniformV2']
+    """
+    return sorted(t for t in set(op_types) if _XLA_CHANGED.search(t))
 
 
 def xla_refusal(concrete: Any) -> Optional[str]:
@@ -141,7 +153,7 @@ def xla_refusal(concrete: Any) -> Optional[str]:
     op_types = {node.op for node in graph_def.node}
     for function in graph_def.library.function:
         op_types.update(node.op for node in function.node_def)
-    changed = sorted(t for t in op_types if _XLA_CHANGED.search(t))
+    changed = xla_changed_ops(op_types)
     if not changed:
         return None
     randoms = [t for t in changed if t != "Assert"]
