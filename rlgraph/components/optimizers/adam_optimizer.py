@@ -97,8 +97,8 @@ class AdamOptimizer(LocalOptimizer):
         return [op for op in ops if op is not None]  # Eager ops return None.
 
     def _apply_torch(self, variables, gradients, learning_rate) -> None:
-        """The same rule with torch's fused Adam kernel, or else in-place multi-tensor ops (one call per
-        op for all variables); subclasses with another rule, mixed devices or dtypes other than
+        """The same rule with torch's fused Adam kernel, or else in-place multi-tensor ops
+        (`_apply_torch_multi_tensor`); subclasses with another rule, mixed devices or dtypes other than
         float32 take the generic per-variable path."""
         import torch
         keys = sorted(variables)
@@ -112,14 +112,11 @@ class AdamOptimizer(LocalOptimizer):
         with torch.no_grad():
             self.step_count.add_(1)
             grads = [torch.as_tensor(gradients[k], dtype=p.dtype, device=p.device) for k, p in zip(keys, params)]
-            if torch.compiler.is_compiling():
-                # torch.compile cannot take the fused kernel (it writes through data pointers): the rule
-                # in tensor ops, which the compiler fuses itself.
-                return self._apply_torch_traced(params, grads, m, v, learning_rate)
             if next(iter(devices)).type in FUSED_DEVICE_TYPES and hasattr(torch, "_fused_adam_") and \
-                    all(t.is_contiguous() for t in params + m + v):
+                    not torch.compiler.is_compiling() and all(t.is_contiguous() for t in params + m + v):
                 # torch's fused kernel: the same rule (bias-corrected, epsilon added to sqrt(v_hat)) in one
-                # pass over each variable, about 3x faster than the multi-tensor ops below on CPU. It walks
+                # pass over each variable, about 3x faster than the multi-tensor ops on CPU (torch.compile
+                # cannot take it: it writes through data pointers, so compiled plans use those). It walks
                 # every tensor's memory in order, blind to strides: each gradient must be laid out as its
                 # variable is. A convolution kernel's gradient comes back strided (the forward pass
                 # permutes the kernel), and was applied to the wrong elements before it was copied.
@@ -132,21 +129,12 @@ class AdamOptimizer(LocalOptimizer):
                 # counters, which autograd's checks rely on.
                 torch.autograd.graph.increment_version(params + m + v)
                 return None
-            t = float(self.step_count.item())
-            torch._foreach_mul_(m, self.beta_1)
-            torch._foreach_add_(m, grads, alpha=1.0 - self.beta_1)
-            torch._foreach_mul_(v, self.beta_2)
-            torch._foreach_addcmul_(v, grads, grads, value=1.0 - self.beta_2)
-            # theta -= lr * m_hat / (sqrt(v_hat) + epsilon), m_hat = m / bc1, v_hat = v / bc2.
-            bias_1, bias_2 = 1.0 - self.beta_1 ** t, 1.0 - self.beta_2 ** t
-            denominators = torch._foreach_div(v, bias_2)
-            torch._foreach_sqrt_(denominators)
-            torch._foreach_add_(denominators, self.epsilon)
-            torch._foreach_addcdiv_(params, m, denominators, value=-float(learning_rate) / bias_1)
+            return self._apply_torch_multi_tensor(params, grads, m, v, learning_rate)
 
-    def _apply_torch_traced(self, params: list, grads: list, m: list, v: list, learning_rate: Any) -> None:
-        """The rule of `_apply_torch` in per-tensor ops with the step count as a tensor (for torch.compile,
-        which traces values it cannot read); the step count is already incremented."""
+    def _apply_torch_multi_tensor(self, params: list, grads: list, m: list, v: list, learning_rate: Any) -> None:
+        """The rule of `_apply_torch` in multi-tensor ops (one call per op for all variables), with the
+        step count kept as a tensor: no host sync reads it, and torch.compile traces it (the compiler
+        fuses these ops itself). The step count is already incremented."""
         import torch
         t = self.step_count.to(torch.float64)
         step_size = (torch.as_tensor(learning_rate, dtype=torch.float64) / (1.0 - self.beta_1 ** t)).to(torch.float32)
