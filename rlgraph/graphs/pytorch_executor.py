@@ -13,6 +13,7 @@ import numpy as np
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.compilation import TorchCompiledRun
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.graphs.torch_transfers import to_device, to_host
 from rlgraph.utils.compile_spec import TORCH_MODES
 from rlgraph.utils.devices import torch_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
@@ -37,6 +38,7 @@ class PyTorchExecutor(GraphExecutor):
     graph_export_formats = ("pickled-module",)
     compile_modes = TORCH_MODES
     _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
+    _pin = False  # Whether inputs are staged in pinned host memory (a CUDA device).
 
     def _configure_backend(self) -> None:
         import torch
@@ -53,8 +55,11 @@ class PyTorchExecutor(GraphExecutor):
         keep_freed_heap_memory()
 
     def _resolve_device(self, name: str) -> Any:
+        import torch
         device = torch_device(name, type(self).__name__)
         self._on_host = device.type == "cpu"
+        # Pinned staging memory makes the packed input transfer asynchronous (CUDA only).
+        self._pin = device.type == "cuda" and torch.cuda.is_available()
         return device
 
     def _device_scope(self) -> Any:
@@ -85,10 +90,8 @@ class PyTorchExecutor(GraphExecutor):
         if array.dtype.kind in "USO":
             # PyTorch has no string tensors: text reaches graph functions as numpy string arrays.
             return array
-        tensor = torch.from_numpy(array if array.flags.writeable else array.copy())
-        # One transfer per input leaf, issued without waiting (it waits only where the host memory is
-        # pageable); the graph functions then read it on the device.
-        return tensor if self._on_host else tensor.to(self.device, non_blocking=True)
+        # On a GPU the host tensors of all leaves move in one packed transfer per call (`_call_api`).
+        return torch.from_numpy(array if array.flags.writeable else array.copy())
 
     def _call_api(self, name: str, tensors: list) -> Any:
         run, no_grad = self._methods[name]
@@ -103,6 +106,7 @@ class PyTorchExecutor(GraphExecutor):
             try:
                 if self._on_host:
                     return run(tensors)
+                tensors = to_device(tensors, self.device, self._pin)
                 with self.device:
                     return run(tensors)
             finally:
@@ -112,7 +116,9 @@ class PyTorchExecutor(GraphExecutor):
                     self._set_grad_enabled(grad_enabled)
 
     def _to_numpy(self, output: Any) -> Any:
-        return numpy_structure(output, _torch_to_numpy)
+        if self._on_host:
+            return numpy_structure(output, _torch_to_numpy)
+        return to_host(output, self.device, _torch_to_numpy)  # (One transfer for all the device results.)
 
     def _read(self, variable: Any) -> np.ndarray:
         return variable.detach().cpu().numpy().copy()

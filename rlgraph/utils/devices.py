@@ -4,8 +4,9 @@ One key for both backends: `"auto"` (the default: the first GPU when the backend
 CPU, as Stable-Baselines3's `device="auto"`), `"cpu"`, `"cuda"` (the first GPU) or `"cuda:N"`. An
 explicit GPU that the backend does not see is refused (`RLGraphSpecError` naming the key), never
 replaced by the CPU. PyTorch places the variables there at build and moves each call's inputs there
-in one transfer per input (outputs come back as numpy); TensorFlow creates the variables and traces
-the functions under `tf.device` (its soft placement keeps an op without a GPU kernel on the CPU).
+in one packed transfer (the results come back as numpy the same way, `torch_transfers.py`);
+TensorFlow creates the variables and traces the functions under `tf.device` (its soft placement
+keeps an op without a GPU kernel on the CPU).
 Checkpoints hold host arrays, so one written on a GPU loads on a CPU-only machine and back.
 
 The original RLgraph's TF1 device names (`execution_spec.default_device`, a component's `device`
