@@ -191,3 +191,41 @@ def test_the_memory_path_compiled_equals_uncompiled(backend):
     else:
         assert status["update_from_memory"]["compiled"] is False
         assert "RandomUniformInt" in status["update_from_memory"]["reason"]
+
+
+class PythonScale(Component):
+    """Multiplies by the factor of a python setting (a name) read at each call: Dynamo guards on the
+    name, so each new one recompiles."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.setting = "s1"
+
+    @rlgraph_api
+    def _graph_fn_scaled(self, x):
+        return x * float(self.setting[1:])
+
+
+def test_a_method_at_the_recompile_limit_runs_uncompiled_and_says_so(caplog):
+    """PyTorch only: Dynamo recompiles `scaled` for each new setting it reads, and at its recompile
+    limit it raises (with fullgraph), which used to fail the agent's call. Every call gives the
+    uncompiled result, and from the limit on the method runs uncompiled, its status says why, with one
+    warning. (TF traces a method once for its input signature: a python value is read at the trace,
+    never recompiled.)"""
+    pytest.importorskip("torch", reason="the recompile limit is torch.compile's")
+    import torch._dynamo
+    component = PythonScale(scope="python-scale")
+    test = ComponentTest(component, input_spaces=dict(x=FloatBox(shape=(2,), add_batch_rank=True)),
+                         backend="pytorch", execution_spec={"compile": True})
+    limit = torch._dynamo.config.recompile_limit
+    x = np.ones((3, 2), np.float32)
+    with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.compilation"):
+        for step in range(limit + 3):
+            component.setting = f"s{step + 1}"
+            np.testing.assert_array_equal(test.test(("scaled", x)), x * (step + 1))
+            if step == 0:
+                assert test.graph_executor.compile_status["scaled"]["compiled"] is True
+    entry = test.graph_executor.compile_status["scaled"]
+    assert entry["compiled"] is False and f"recompiled {limit} times" in entry["reason"], entry
+    warnings = [r.getMessage() for r in caplog.records if r.name == "rlgraph.graphs.compilation"]
+    assert len(warnings) == 1 and "python-scale.scaled runs uncompiled" in warnings[0], warnings

@@ -87,7 +87,10 @@ class TorchCompiledRun:
         # Updates differentiate with torch.autograd.grad, which Dynamo traces only when asked; set for
         # these calls alone, not for the process.
         self._config = lambda: torch._dynamo.config.patch(trace_autograd_ops=True)
-        self._errors = (torch._dynamo.exc.TorchDynamoException,)
+        # A method that Dynamo recompiles again and again (a guard on a python value that keeps
+        # changing) fails at the recompile limit with FailOnRecompileLimitHit (fullgraph), which is no
+        # TorchDynamoException: it runs uncompiled from then on, with the warning.
+        self._errors = (torch._dynamo.exc.TorchDynamoException, torch._dynamo.exc.FailOnRecompileLimitHit)
 
     def __call__(self, tensors: list) -> Any:
         compiled = self.compiled
@@ -111,6 +114,10 @@ class TorchCompiledRun:
 def torch_failure_reason(error: BaseException) -> str:
     """One line of why torch.compile could not compile a plan, with the rlgraph source line where
     that is named."""
+    if type(error).__name__ == "FailOnRecompileLimitHit":
+        import torch._dynamo
+        return (f"recompiled {torch._dynamo.config.recompile_limit} times (torch._dynamo's recompile_limit): "
+                "a guard keeps failing, e.g. a graph function reads a python value that changes between calls")
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     head = lines[0] if lines else ""
     if head.endswith("raised:") and len(lines) > 1:  # BackendCompilerFailed: the backend's own error follows.
