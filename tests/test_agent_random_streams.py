@@ -81,18 +81,3 @@ def test_a_restored_random_state_replays_the_agents_own_draws(backend):
     _agent("dqn", backend, seed=9).get_action(states[0])
     agent.graph_executor.set_rng_state(state)
     assert [int(agent.get_action(s, time_percentage=0.0)) for s in states] == first
-
-
-def test_an_eager_random_op_during_another_threads_trace_works(monkeypatch):
-    """TF only: a trace sets the executor's seed on TF's context (`_graph_seed`), where an eager random
-    op of another thread (e.g. an agent being built while an actor thread traces) reads it. With a
-    global seed set, that op takes its seed from the context's generator, which only
-    `tf.random.set_seed` used to create (executors no longer call it): it must be there."""
-    tf = pytest.importorskip("tensorflow", reason="the trace seed is TF's")
-    from tensorflow.python.eager import context
-
-    from rlgraph.graphs.tensorflow_executor import _graph_seed
-    monkeypatch.delattr(context.context(), "_rng", raising=False)  # (A process where set_seed never ran.)
-    with _graph_seed(3):
-        value = tf.random.uniform([2]).numpy()  # The other thread's eager op, here in one thread.
-    assert value.shape == (2,) and np.all((value >= 0) & (value < 1))

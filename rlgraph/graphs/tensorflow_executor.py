@@ -5,7 +5,6 @@ import contextlib
 import errno
 import logging
 import os
-import random
 import threading
 import time
 from typing import Any, Optional
@@ -285,17 +284,14 @@ def _takes_flat_inputs(concrete: Any, signature: list, spaces: list) -> bool:
 def _graph_seed(seed: Any):
     """Traces under the executor's seed: a `tf.function`'s graph takes TF's global seed at trace time
     as its graph-level seed (its random ops' seeds follow from it), so a method traced at its first
-    call draws the same numbers as one traced at build, whatever other agents did in between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
+    call draws the same numbers as one traced at build, even when another agent has re-seeded TF in
+    between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
     eager random ops and clear kernel caches) and restored after the trace."""
     from tensorflow.python.eager import context
     ctx = context.context()
     if seed is None or not hasattr(ctx, "_seed"):
         yield
         return
-    if not hasattr(ctx, "_rng"):
-        # What an eager random op reads for its op seed while a global seed is set (tf.random.set_seed
-        # creates it; rlgraph never calls that): another thread's eager op during this trace needs it.
-        ctx._rng = random.Random(seed)
     saved = ctx._seed
     ctx._seed = seed
     try:

@@ -317,7 +317,7 @@ def _sample_torch(memory: PrioritizedReplay, num_records):
     n = int(num_records)
     tree = memory.sum_tree.detach()
     total = tree[1]
-    u = (torch.arange(n, dtype=torch.float32, device=tree.device) + torch_random.rand(n).to(tree.device)) * \
+    u = (torch.arange(n, dtype=torch.float32, device=tree.device) + torch_random.rand(n, device="cpu").to(tree.device)) * \
         (total / max(n, 1))
     node = torch.ones(n, dtype=torch.long, device=tree.device)
     for _ in range(memory.depth):
