@@ -63,8 +63,7 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         # The executor's own numpy stream, for draws an agent makes outside its graph (e.g. DDPG's
         # random first actions): seeded by `seed()`, kept by checkpoints; without a seed it starts
         # from numpy's global generator. Agents in one process do not share it.
-        seed = self.execution_spec.get("seed")
-        self.numpy_rng = np.random.RandomState(np.random.randint(0, 2 ** 31) if seed is None else seed)
+        self.numpy_rng = np.random.RandomState(self.execution_spec.get("seed", np.random.randint(0, 2 ** 31)))
         self.root_component = None
         self.device = None  # The backend's device, set at build (execution_spec.device).
         # Root API methods compiled by the backend's compiler (execution_spec.compile), set at build.
