@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +49,6 @@ class TensorFlowExecutor(GraphExecutor):
     backend = "tf"
     graph_export_formats = ("savedmodel",)
     default_graph_export_format = "savedmodel"
-    _trace_seed: Optional[int] = None  # The graph seed of the traces (`execution_spec.seed`, or `seed()`'s).
 
     def _configure_backend(self) -> None:
         """`tf_num_threads` sizes both of TF's thread pools: the intra-op pool (threads inside one op)
@@ -132,13 +131,13 @@ class TensorFlowExecutor(GraphExecutor):
                 concrete = self._concrete.get(api)
                 if concrete is None:
                     start = time.perf_counter()
-                    with backend_scope("tf"), _graph_seed(self._trace_seed), self._device_scope():
+                    with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), self._device_scope():
                         concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     if api in self._xla:
                         refusal = xla_refusal(concrete)
                         if refusal:
                             self._run_uncompiled(api, f"XLA would change its results: {refusal}")
-                            with backend_scope("tf"), _graph_seed(self._trace_seed), \
+                            with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), \
                                     self._device_scope():
                                 concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     self.trace_times[api] = time.perf_counter() - start
@@ -195,18 +194,8 @@ class TensorFlowExecutor(GraphExecutor):
         variable.assign(value)
 
     def _seed_backend(self, seed: int) -> None:
-        # A traced function's random ops take their seeds from the graph seed at its trace
-        # (`_graph_seed`) and keep their state with the function, so each agent has streams of its
-        # own. `tf.random.set_seed` is not called: it clears TF's kernel caches, which restarts the
-        # random ops of every agent in the process. To restart this agent's streams, its functions
-        # that are traced already are traced anew (new functions, new random state).
-        self._trace_seed = seed
-        traced = list(getattr(self, "_concrete", None) or ())
-        for api in traced:
-            self.functions[api] = self.module.api_functions[api] = self._function(api)
-            del self._concrete[api]
-        for api in traced:
-            self._concrete_function(api)
+        import tensorflow as tf
+        tf.random.set_seed(seed)
 
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import tensorflow as tf
