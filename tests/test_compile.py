@@ -114,7 +114,8 @@ def test_methods_the_compiler_cannot_take_run_uncompiled_with_one_warning(backen
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     plain, compiled = _host_and_noise(backend, False), _host_and_noise(backend, True)
     with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.compilation"):
-        # (Both executors draw from the backend's global generator: each sequence starts from the seed.)
+        # (A compiled PyTorch agent draws from torch's global generator, which the other agent's build
+        # seeded too: each sequence starts from the seed.)
         compiled.graph_executor.seed(5)
         ours = [(compiled.test(("double", x)), compiled.test(("noisy", x))) for _ in range(3)]
     plain.graph_executor.seed(5)

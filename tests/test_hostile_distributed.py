@@ -45,8 +45,8 @@ def _snapshot(executor, index=0):
 
 
 # Batches of the first 100 env steps (the 11th and 12th are the tasks in flight at the end):
-# 10 + 10 + 9 = 29 >= 25: snapshot at 29; 9 + 11 + 11 = 31: at 60; 10 + 10 + 10: at 90; then 10.
-FIRST_100 = [10, 10, 9, 9, 11, 11, 10, 10, 10, 10, 9, 10]
+# 9 + 10 + 11 = 30 >= 25: snapshot at 30; 10 + 10 + 9 = 29: at 59; 10 + 11 + 9 = 30: at 89; then 10.
+FIRST_100 = [9, 10, 11, 10, 10, 9, 10, 11, 9, 10, 10, 10]
 
 
 # --- Item 12: checkpoints and statistics restart dead actors ----------------------------------------
@@ -56,7 +56,7 @@ def test_checkpoint_restarts_a_dead_shard_and_holds_its_snapshot(pytorch, tmp_pa
     with _apex(pytorch) as executor:
         log = _log_samples(executor)
         _run(executor, 100)
-        assert _records(log) == FIRST_100 and _snapshot(executor) == (CAPACITY, 90)
+        assert _records(log) == FIRST_100 and _snapshot(executor) == (CAPACITY, 89)
         dead = executor.shards[0].handle
         executor.actors.kill(dead)
         path = executor.store_checkpoint(str(tmp_path / "ckpt"))
@@ -78,7 +78,7 @@ def test_statistics_restart_dead_workers_and_shards(pytorch):
     with _apex(pytorch) as executor:
         log = _log_samples(executor)
         _run(executor, 40)
-        assert _records(log) == [10] * 6 and _snapshot(executor) == (30, 30)  # Snapshot at 30 of 40.
+        assert _records(log) == [9, 10, 11, 10, 10, 10] and _snapshot(executor) == (30, 30)  # At 30 of 40.
         dead_worker, dead_shard = executor.workers[0].handle, executor.shards[0].handle
         executor.actors.kill(dead_worker)
         by_worker = executor.result_by_worker()
@@ -136,23 +136,23 @@ def test_records_lost_counts_the_inserts_since_the_snapshot_of_a_full_shard(pyto
         log = _log_samples(executor)
         _run(executor, 100)
         assert _records(log) == FIRST_100 and executor.shards[0].size == CAPACITY
-        assert _snapshot(executor) == (CAPACITY, 90)
+        assert _snapshot(executor) == (CAPACITY, 89)
         executor.actors.kill(executor.shards[0].handle)
-        # The next round's two batches (the tasks in flight, 9 + 10 records) go to the dead shard.
+        # The next round's two batches (the tasks in flight, 10 + 10 records) go to the dead shard.
         result = _run(executor, 20)
-        # Lost: the 10 records after the snapshot and the 19 sent to the dead shard. (The old count,
-        # max(largest size - restored size, 0) + in flight, gave 0 + 19 once the shard was full.)
-        assert executor.num_restarts == 1 and executor.records_lost == result["records_lost"] == 29
+        # Lost: the 10 records after the snapshot and the 20 sent to the dead shard. (The old count,
+        # max(largest size - restored size, 0) + in flight, gave 0 + 20 once the shard was full.)
+        assert executor.num_restarts == 1 and executor.records_lost == result["records_lost"] == 30
         stats = executor.replay_statistics()[0]
-        # The restarted shard counts on from its snapshot's 90.
-        assert (stats["restored_records"], stats["inserted"], stats["inserted_since_load"]) == (CAPACITY, 0, 90)
+        # The restarted shard counts on from its snapshot's 89.
+        assert (stats["restored_records"], stats["inserted"], stats["inserted_since_load"]) == (CAPACITY, 0, 89)
         # A second death loses what came after the restarted shard's own last snapshot: it gets
-        # the batches of tasks 13-16, 10 + 10 + 11 = 31 >= 25 (snapshot at 90 + 31 = 121), then 9.
+        # the batches of tasks 13-16, 10 + 9 + 10 = 29 >= 25 (snapshot at 89 + 29 = 118), then 11.
         _run(executor, 40)
-        assert _records(log)[12:16] == [10, 10, 11, 9] and _snapshot(executor) == (CAPACITY, 121)
+        assert _records(log)[12:16] == [10, 9, 10, 11] and _snapshot(executor) == (CAPACITY, 118)
         executor.actors.kill(executor.shards[0].handle)
         executor.replay_statistics()
-        assert executor.num_restarts == 2 and executor.records_lost == 29 + 9
+        assert executor.num_restarts == 2 and executor.records_lost == 30 + 11
 
 
 def test_records_lost_after_loading_a_checkpoint_counts_from_the_loaded_shard(pytorch, tmp_path):

@@ -7,12 +7,13 @@ catch-up at the end of a workload) with the actors replaced by in-process object
 call at once, so the workers are infinitely fast and the learner is the bottleneck whatever the
 machine does. Assertions are on counts, never on times.
 
-Setup (as in tests/test_apex_executor.py): GridWorld 2x2, n_step 1, so each env step inserts one
-record; 2 workers x 10 env steps per task (one inline round = 20 records), batches of 8, learning
-starts once the shard holds 16 records.
+Setup (as in tests/test_apex_executor.py): GridWorld 2x2, n_step 1; 2 workers x 10 env steps per
+task (one inline round = 20 env steps; a task's batch holds 9-11 records, as the observe buffer
+flushes at episode ends), batches of 8, learning starts once the shard holds 16 records.
 """
 import math
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from rlgraph.execution.ray import ApexExecutor, IMPALAExecutor, ray_executor
 from rlgraph.execution.ray.actors import InlineActors
 from rlgraph.execution.ray.specs import split_ray_spec
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
+from test_apex_executor import _log_samples
 
 GRID = {"type": "grid-world", "world": "2x2"}
 ONE_HOT_2x2 = [{"type": "reshape", "flatten": True, "flatten_categories": 4}]
@@ -93,33 +95,57 @@ def test_impala_refuses_a_replay_ratio(pytorch):
 # --- Inline: the learner follows the ratio exactly ----------------------------------------------------
 
 
-@pytest.mark.parametrize("ratio, updates", [
-    # Round 1 (20 records) fills the shard past 16 records; it can be sampled from round 2 on, so
-    # the 40 records of rounds 2 and 3 count: floor(ratio * 40 / 8) updates after 60 env steps.
-    (4, [20, 10]),      # 4 * 40 / 8 = 20; then 20 more records: 4 * 20 / 8 = 10.
-    (2.5, [12, 6]),     # floor(12.5) = 12; floor(2.5 * 60 / 8) = floor(18.75) = 18 -> 6 more.
-    (0.25, [1, 0]),     # floor(1.25) = 1; floor(0.25 * 60 / 8) = floor(1.875) = 1 -> none.
-])
-def test_inline_updates_follow_the_replay_ratio(pytorch, ratio, updates):
+def _inline_run(executor):
+    """Runs 60 then 20 env steps with the workers' batches logged. Returns both results and the
+    records of the batches the executor inserted: round 1 (2 batches), rounds 2-3 (4), round 4 (2).
+    A batch holds 9-11 records (n-step 1: the observe buffer flushes at episode ends), so the
+    expected counts below are worked out from the logged batches, not assumed to be 10 each."""
+    log = _log_samples(executor)
+    first, second = _run(executor, 60), _run(executor, 20)
+    records = [meta["num_records"] for meta in log][:8]  # (Each workload ends with 2 tasks in flight.)
+    assert len(records) == 8 and all(9 <= n <= 11 for n in records)
+    assert records[0] < 16 <= records[0] + records[1]  # The shard can be sampled from round 2 on.
+    return first, second, records
+
+
+@pytest.mark.parametrize("ratio", [4, 2.5, 0.25])
+def test_inline_updates_follow_the_replay_ratio(pytorch, ratio):
     with ApexExecutor(GRID, _config(pytorch, replay_ratio=ratio)) as executor:
-        first, second = _run(executor, 60), _run(executor, 20)
-        assert [first["updates"], second["updates"]] == updates
+        first, second, records = _inline_run(executor)
+        # Round 1 fills the shard past 16 records; the records of rounds 2 and 3 count for the first
+        # workload, round 4's for the second: floor(r * records counted so far / batch) updates in all.
+        counted = [sum(records[2:6]), sum(records[6:8])]
+        due = [math.floor(Fraction(repr(ratio)) * sum(counted[:i + 1]) / BATCH) for i in range(2)]
+        updates = [due[0], due[1] - due[0]]
+        assert [first["updates"], second["updates"]] == updates and updates[0] >= 1
         assert first["replay_ratio_target"] == second["replay_ratio_target"] == ratio
-        assert first["replay_ratio"] == updates[0] * BATCH / 40
-        assert second["replay_ratio"] == updates[1] * BATCH / 20
-        assert second["records_inserted"] == 80
+        assert first["replay_ratio"] == updates[0] * BATCH / counted[0]
+        assert second["replay_ratio"] == updates[1] * BATCH / counted[1]
+        assert second["records_inserted"] == sum(records)
         # The achieved ratio over the run lies within one batch of the target: floor() only.
-        assert 0 <= ratio * 60 - sum(updates) * BATCH < BATCH
+        assert 0 <= ratio * sum(counted) - sum(updates) * BATCH < BATCH
+
+
+def test_inline_replay_ratio_worked_example(pytorch):
+    # Seed 3's batches, worked by hand: round 1 = 9 + 10 = 19 records (the shard can be sampled),
+    # rounds 2-3 = 11 + 10 + 10 + 10 = 41, round 4 = 10 + 10 = 20. Ratio 2.5: floor(2.5 * 41 / 8)
+    # = floor(12.8) = 12 updates, then floor(2.5 * 61 / 8) = floor(19.06) = 19, i.e. 7 more.
+    with ApexExecutor(GRID, _config(pytorch, replay_ratio=2.5)) as executor:
+        first, second, records = _inline_run(executor)
+        assert records == [9, 10, 11, 10, 10, 10, 10, 10]
+        assert (first["updates"], second["updates"]) == (12, 7)
+        assert (first["replay_ratio"], second["replay_ratio"]) == (12 * 8 / 41, 7 * 8 / 20)
 
 
 def test_without_a_replay_ratio_the_update_spec_cadence_is_unchanged(pytorch):
     # 1 update per update_interval = 4 env steps from the round in which the shard can be sampled
-    # (tests/test_apex_executor.py::test_update_rate_follows_the_update_spec); the achieved ratio
-    # is reported: 10 updates * 8 / 40 records = 2.0.
+    # (tests/test_apex_executor.py::test_update_rate_follows_the_update_spec): 40 env steps, 10
+    # updates, then 20 env steps, 5; the achieved ratio is reported per record of those rounds: 10 * 8 / records.
     with ApexExecutor(GRID, _config(pytorch)) as executor:
-        result = _run(executor, 60)
-        assert executor.learner.version == result["updates"] == 10
-        assert result["replay_ratio_target"] is None and result["replay_ratio"] == 2.0
+        first, second, records = _inline_run(executor)
+        assert (first["updates"], second["updates"]) == (10, 5) and executor.learner.version == 15
+        assert first["replay_ratio_target"] is None
+        assert first["replay_ratio"] == 10 * BATCH / sum(records[2:6])
 
 
 # --- Fake actors: a slow learner is throttled to the ratio ---------------------------------------------

@@ -117,7 +117,6 @@ def test_an_executor_on_the_transfer_path_gives_what_the_host_path_gives():
     states = rng.standard_normal((32, 4)).astype(np.float32)
     results = []
     for on_host in (True, False):
-        # One agent after the other: agents of one process share torch's generator, seeded at build.
         agent = Agent.from_spec(dict(spec))
         agent.graph_executor._on_host = on_host  # (False moves every call through to_device/to_host.)
         out = [agent.get_action(states, use_exploration=False), agent.get_action(states)]

@@ -60,6 +60,11 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         if seed is not None:
             self.execution_spec["seed"] = seed
         self.saver_spec = dict(saver_spec or {})
+        # The executor's own numpy stream, for draws an agent makes outside its graph (e.g. DDPG's
+        # random first actions): seeded by `seed()`, kept by checkpoints; without a seed it starts
+        # from numpy's global generator. Agents in one process do not share it.
+        seed = self.execution_spec.get("seed")
+        self.numpy_rng = np.random.RandomState(np.random.randint(0, 2 ** 31) if seed is None else seed)
         self.root_component = None
         self.device = None  # The backend's device, set at build (execution_spec.device).
         # Root API methods compiled by the backend's compiler (execution_spec.compile), set at build.
@@ -150,18 +155,21 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         """Backend preparation after the build (e.g. tracing functions)."""
 
     def seed(self, seed: Optional[int]) -> None:
-        """Seeds numpy's global generator and the backend's."""
+        """Seeds the executor's own streams (`numpy_rng` and the backend's, see `_seed_backend`) and
+        numpy's global generator (which the build's weight initializers draw from)."""
         if seed is not None:
             np.random.seed(seed)
+            self.numpy_rng.seed(seed)
             self._seed_backend(seed)
 
     def get_rng_state(self) -> dict:
-        """The random generators' states (numpy's global one and the backend's, where it has one)."""
-        return {"numpy": np.random.get_state(), "backend": self._get_backend_rng_state()}
+        """The states of the executor's random streams: its numpy one and the backend's (where it has
+        one); what checkpoints keep."""
+        return {"numpy": self.numpy_rng.get_state(), "backend": self._get_backend_rng_state()}
 
     def set_rng_state(self, state: dict) -> None:
         """Restores a `get_rng_state` result."""
-        np.random.set_state(state["numpy"])
+        self.numpy_rng.set_state(state["numpy"])
         if state.get("backend") is not None:
             self._set_backend_rng_state(state["backend"])
 

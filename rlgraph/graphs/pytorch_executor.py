@@ -6,7 +6,7 @@ import ctypes
 import hashlib
 import io
 import os
-from typing import Any
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -14,7 +14,8 @@ from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.compilation import TorchCompiledRun
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
 from rlgraph.graphs.torch_transfers import to_device, to_host
-from rlgraph.utils.compile_spec import TORCH_MODES
+from rlgraph.utils import torch_random
+from rlgraph.utils.compile_spec import TORCH_MODES, check_compile
 from rlgraph.utils.devices import torch_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
@@ -39,6 +40,9 @@ class PyTorchExecutor(GraphExecutor):
     compile_modes = TORCH_MODES
     _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
     _pin = False  # Whether inputs are staged in pinned host memory (a CUDA device).
+    # The executor's own random generators, by device kind ("cpu", "cuda"), current while it runs a
+    # call or builds (rlgraph/utils/torch_random.py); None: torch's global one (under compile).
+    _generators: Optional[Dict[str, Any]] = None
 
     def _configure_backend(self) -> None:
         import torch
@@ -60,13 +64,28 @@ class PyTorchExecutor(GraphExecutor):
         self._on_host = device.type == "cpu"
         # Pinned staging memory makes the packed input transfer asynchronous (CUDA only).
         self._pin = device.type == "cuda" and torch.cuda.is_available()
+        self._generators = None
+        if not check_compile(self.execution_spec.get("compile", False), type(self).__name__):
+            # Without a seed the streams start from torch's global generator (so torch.manual_seed
+            # still makes an unseeded agent reproducible, as it did before).
+            seed = self.execution_spec.get("seed")
+            seed = int(torch.randint(0, 2 ** 62, (1,))) if seed is None else int(seed)
+            self._generators = {"cpu": torch.Generator().manual_seed(seed)}
+            if device.type == "cuda":
+                self._generators["cuda"] = torch.Generator(device).manual_seed(seed)
         return device
 
     def _device_scope(self) -> Any:
         # A torch.device as a context makes it the default of the factory functions (torch.zeros,
         # torch.arange, torch.as_tensor of an array, ...) that graph functions call. On the CPU there
         # is nothing to change: no context, whose dispatch mode would cost every op a few µs.
-        return contextlib.nullcontext() if self._on_host else self.device
+        # The executor's generators are the current ones too: the build's trace draws random numbers.
+        if self._on_host:
+            return torch_random.using_generators(self._generators)
+        scope = contextlib.ExitStack()
+        scope.enter_context(self.device)
+        scope.enter_context(torch_random.using_generators(self._generators))
+        return scope
 
     def _after_build(self) -> None:
         import torch
@@ -98,6 +117,7 @@ class PyTorchExecutor(GraphExecutor):
         # Subnormal * 1.0 stays non-zero unless flush-to-zero is already on (~30 ns to ask).
         flush = self._flush_denormal and _SUBNORMAL * _ONE != 0.0
         with backend_scope("pytorch"):
+            generators = torch_random.set_current(self._generators)
             if no_grad:
                 grad_enabled = self._is_grad_enabled()
                 self._set_grad_enabled(False)
@@ -110,6 +130,7 @@ class PyTorchExecutor(GraphExecutor):
                 with self.device:
                     return run(tensors)
             finally:
+                torch_random.set_current(generators)
                 if flush:
                     self._set_flush_denormal(False)
                 if no_grad:
@@ -129,25 +150,40 @@ class PyTorchExecutor(GraphExecutor):
             variable.copy_(torch.as_tensor(value, dtype=variable.dtype))
 
     def _seed_backend(self, seed: int) -> None:
+        # The global generator too: a user's graph function that draws with plain torch.rand draws
+        # from it (as before the executor had generators of its own).
         import torch
         torch.manual_seed(seed)
+        for generator in (self._generators or {}).values():
+            generator.manual_seed(seed)
 
     def _get_backend_rng_state(self) -> Any:
         # The CPU generator's state, followed on a GPU by that GPU's generator state (its random ops
         # draw from it).
         import torch
-        state = torch.get_rng_state().numpy().copy()
+        own = self._generators
+        state = (own["cpu"].get_state() if own else torch.get_rng_state()).numpy().copy()
         if self._on_host:
             return state
-        return np.concatenate([state, torch.cuda.get_rng_state(self.device).numpy()])
+        gpu = own["cuda"].get_state() if own else torch.cuda.get_rng_state(self.device)
+        return np.concatenate([state, gpu.numpy()])
 
     def _set_backend_rng_state(self, state: Any) -> None:
         import torch
         state = np.asarray(state, dtype=np.uint8)
         size = torch.get_rng_state().numel()
-        torch.set_rng_state(torch.from_numpy(state[:size].copy()))
+        own = self._generators
+        cpu = torch.from_numpy(state[:size].copy())
+        if own:
+            own["cpu"].set_state(cpu)
+        else:
+            torch.set_rng_state(cpu)
         if not self._on_host and state.size > size:
-            torch.cuda.set_rng_state(torch.from_numpy(state[size:].copy()), self.device)
+            gpu = torch.from_numpy(state[size:].copy())
+            if own:
+                own["cuda"].set_state(gpu)
+            else:
+                torch.cuda.set_rng_state(gpu, self.device)
 
     def _check_backend_rng_state(self, state: np.ndarray) -> None:
         # The CPU generator's state has one length; a fresh generator takes it as the global one

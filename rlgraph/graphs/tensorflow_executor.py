@@ -5,9 +5,10 @@ import contextlib
 import errno
 import logging
 import os
+import random
 import threading
 import time
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class TensorFlowExecutor(GraphExecutor):
     backend = "tf"
     graph_export_formats = ("savedmodel",)
     default_graph_export_format = "savedmodel"
+    _trace_seed: Optional[int] = None  # The graph seed of the traces (`execution_spec.seed`, or `seed()`'s).
 
     def _configure_backend(self) -> None:
         """`tf_num_threads` sizes both of TF's thread pools: the intra-op pool (threads inside one op)
@@ -131,13 +133,13 @@ class TensorFlowExecutor(GraphExecutor):
                 concrete = self._concrete.get(api)
                 if concrete is None:
                     start = time.perf_counter()
-                    with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), self._device_scope():
+                    with backend_scope("tf"), _graph_seed(self._trace_seed), self._device_scope():
                         concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     if api in self._xla:
                         refusal = xla_refusal(concrete)
                         if refusal:
                             self._run_uncompiled(api, f"XLA would change its results: {refusal}")
-                            with backend_scope("tf"), _graph_seed(self.execution_spec.get("seed")), \
+                            with backend_scope("tf"), _graph_seed(self._trace_seed), \
                                     self._device_scope():
                                 concrete = self.functions[api].get_concrete_function(*self._signatures[api])
                     self.trace_times[api] = time.perf_counter() - start
@@ -194,8 +196,18 @@ class TensorFlowExecutor(GraphExecutor):
         variable.assign(value)
 
     def _seed_backend(self, seed: int) -> None:
-        import tensorflow as tf
-        tf.random.set_seed(seed)
+        # A traced function's random ops take their seeds from the graph seed at its trace
+        # (`_graph_seed`) and keep their state with the function, so each agent has streams of its
+        # own. `tf.random.set_seed` is not called: it clears TF's kernel caches, which restarts the
+        # random ops of every agent in the process. To restart this agent's streams, its functions
+        # that are traced already are traced anew (new functions, new random state).
+        self._trace_seed = seed
+        traced = list(getattr(self, "_concrete", None) or ())
+        for api in traced:
+            self.functions[api] = self.module.api_functions[api] = self._function(api)
+            del self._concrete[api]
+        for api in traced:
+            self._concrete_function(api)
 
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import tensorflow as tf
@@ -273,14 +285,17 @@ def _takes_flat_inputs(concrete: Any, signature: list, spaces: list) -> bool:
 def _graph_seed(seed: Any):
     """Traces under the executor's seed: a `tf.function`'s graph takes TF's global seed at trace time
     as its graph-level seed (its random ops' seeds follow from it), so a method traced at its first
-    call draws the same numbers as one traced at build, even when another agent has re-seeded TF in
-    between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
+    call draws the same numbers as one traced at build, whatever other agents did in between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
     eager random ops and clear kernel caches) and restored after the trace."""
     from tensorflow.python.eager import context
     ctx = context.context()
     if seed is None or not hasattr(ctx, "_seed"):
         yield
         return
+    if not hasattr(ctx, "_rng"):
+        # What an eager random op reads for its op seed while a global seed is set (tf.random.set_seed
+        # creates it; rlgraph never calls that): another thread's eager op during this trace needs it.
+        ctx._rng = random.Random(seed)
     saved = ctx._seed
     ctx._seed = seed
     try:

@@ -82,6 +82,9 @@ class ContainerSpace(Space):
     def force_batch(self, samples: Any) -> Any:
         return self._rebuild([child.force_batch(samples[key]) for key, child in self._sample_items()])
 
+    def _spaces_that_draw(self) -> list:
+        return [self] + [space for _, child in self._children() for space in child._spaces_that_draw()]
+
     def seed(self, seed: Optional[int]) -> None:
         """Seeds this container; each child gets its own seed derived from `seed`."""
         super().seed(seed)

@@ -161,6 +161,29 @@ class Space(Specifiable, abc.ABC):
         """Gives this space its own random generator; None returns to numpy's global one."""
         self._rng = None if seed is None else np.random.RandomState(seed)
 
+    def sample_with(self, rng: np.random.RandomState, size: Union[None, int, tuple] = None) -> Any:
+        """`sample(size)` drawn from `rng` instead of the space's own generator (for a container,
+        every child's), which stays as it was.
+
+        >>> from rlgraph.spaces import IntBox
+        >>> space = IntBox(10)
+        >>> int(space.sample_with(np.random.RandomState(0))) == int(np.random.RandomState(0).randint(0, 10))
+        True
+        """
+        spaces = self._spaces_that_draw()
+        saved = [space._rng for space in spaces]
+        for space in spaces:
+            space._rng = rng
+        try:
+            return self.sample(size=size)
+        finally:
+            for space, own in zip(spaces, saved):
+                space._rng = own
+
+    def _spaces_that_draw(self) -> list:
+        """This space and, for a container, every space inside it."""
+        return [self]
+
     @property
     def rng(self) -> Any:
         """What `sample` draws from: the space's own RandomState after `seed`, else the `np.random`

@@ -249,13 +249,14 @@ class DDPGAgent(ReplayAgentMixin, Agent):
         if not use_exploration or self.timesteps >= self.random_steps:
             return super().get_action(states, internals, use_exploration, apply_preprocessing, extra_returns,
                                       time_percentage)
-        # The first `random_steps` env steps: uniform actions in the bounds (numpy's seeded generator).
+        # The first `random_steps` env steps: uniform actions in the bounds (the executor's numpy stream).
         extras = self._check_extra_returns(extra_returns)
         space = self.state_space if apply_preprocessing else self.preprocessed_state_space
         batch, single = self._batch(states, space, "get_action(states)")
         preprocessed = self.preprocess_states(batch) if apply_preprocessing and extras else batch
         shape = (len(batch),) + tuple(self.action_space.shape)  # (States are one Box: see `_create_root`.)
-        actions = np.random.uniform(self.action_space.low, self.action_space.high, size=shape).astype(np.float32)
+        rng = self._executor().numpy_rng
+        actions = rng.uniform(self.action_space.low, self.action_space.high, size=shape).astype(np.float32)
         if single:
             actions, preprocessed = actions[0], preprocessed[0]
         return (actions, preprocessed) if extras else actions

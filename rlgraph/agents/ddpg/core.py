@@ -15,6 +15,7 @@ from rlgraph.components.explorations.noise.ornstein_uhlenbeck_noise import Ornst
 from rlgraph.components.loss_functions.ddpg_loss_function import DDPGLossFunction
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.neural_networks.preprocessor_stack import PreprocessorStack
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 # (critic step, actor step, sync the stepped parts' targets) -> (root API from the memory, root API
@@ -269,7 +270,7 @@ class DDPGCore(AgentCore):
             eps = tf.random.normal(tf.shape(actions), dtype=actions.dtype) * sigma
             return actions + (eps if bound is None else tf.clip_by_value(eps, -bound, bound))
         import torch
-        eps = torch.randn_like(actions) * torch.as_tensor(sigma, dtype=actions.dtype)
+        eps = torch_random.randn_like(actions) * torch.as_tensor(sigma, dtype=actions.dtype)
         return actions + (eps if bound is None else _clip_torch(eps, -bound, bound))
 
     @graph_fn

@@ -212,8 +212,8 @@ class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
                    apply_preprocessing: bool = True, extra_returns: Any = None,
                    time_percentage: Optional[float] = None) -> Any:
         """As `Agent.get_action`; during the first `warmup_random_steps` env steps, with
-        `use_exploration`, the actions are drawn uniformly from the action space (numpy's global
-        generator, which the executor seeds and checkpoints)."""
+        `use_exploration`, the actions are drawn uniformly from the action space (the executor's numpy
+        stream, which `execution_spec.seed` seeds and checkpoints keep)."""
         if not (use_exploration and self.timesteps < self.warmup_random_steps):
             if use_exploration:
                 self._count_sde_step()
@@ -223,7 +223,7 @@ class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
         space = self.state_space if apply_preprocessing else self.preprocessed_state_space
         batch, single = self._batch(states, space, "get_action(states)")
         rows = len(next(iter(flatten_op(batch).values())))
-        actions = self.action_space.sample(size=(rows,))
+        actions = self.action_space.sample_with(self._executor().numpy_rng, size=(rows,))
         # (Preprocessing also checks the states, as the policy's API call would.)
         preprocessed = self.preprocess_states(batch) if apply_preprocessing else batch
         if not extras:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlgraph.backend_system import get_backend
+from rlgraph.utils import torch_random
 
 SDE_EPSILON = 1e-6  # Added to the variance: keeps the log-std finite where phi(s) is 0.
 
@@ -83,12 +84,12 @@ def exploration_noise(latent: Any, log_std: Any, unit_noise: Any, low: float, hi
 
 
 def resample_unit_noise(variable: Any) -> Any:
-    """Draws new standard normal unit-noise matrices into `variable` (the backend's seeded RNG).
+    """Draws new standard normal unit-noise matrices into `variable` (the agent's seeded random stream).
     TF: returns the assign op; PyTorch: None."""
     if get_backend() == "tf":
         import tensorflow as tf
         return variable.assign(tf.random.normal(tf.shape(variable), dtype=variable.dtype))
     import torch
     with torch.no_grad():
-        variable.normal_()
+        torch_random.normal_(variable)
     return None

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rlgraph.backend_system import get_backend
+from rlgraph.utils import torch_random
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 TINY = float(np.finfo(np.float32).tiny)
@@ -154,11 +155,11 @@ class _TorchMaths:
     def gather_last(self, x, indices):
         return self._torch().gather(x, -1, indices.long().unsqueeze(-1)).squeeze(-1)
 
-    def normal_like(self, x): return self._torch().randn_like(x)
+    def normal_like(self, x): return torch_random.randn_like(x)
 
-    def uniform_like(self, x): return self._torch().rand_like(x).clamp_min(TINY)
+    def uniform_like(self, x): return torch_random.rand_like(x).clamp_min(TINY)
 
-    def standard_gamma(self, alpha): return self._torch()._standard_gamma(alpha)
+    def standard_gamma(self, alpha): return torch_random.standard_gamma(alpha)
 
     def cond(self, flag, true_fn: Callable, false_fn: Callable, where: str) -> Any:
         torch = self._torch()

@@ -24,8 +24,9 @@ class Distribution(Component):
     their parameter format and implement the hooks `_stochastic`, `_deterministic`, `_log_prob`,
     `_entropy` and `_kl` (plus `_check_parameters` / `_check_values` for build-time space checks).
 
-    Random draws use the backend's global RNG (`tf.random.*`, `torch.*`), which the executor seeds
-    (`ComponentTest(seed=...)`, `execution_spec["seed"]`): the same seed gives the same samples.
+    Random draws use the agent's own random stream (`tf.random.*` in its traced functions,
+    `rlgraph.utils.torch_random` on PyTorch), which the executor seeds (`ComponentTest(seed=...)`,
+    `execution_spec["seed"]`): the same seed gives the same samples.
 
     Args:
         scope: Default "distribution".

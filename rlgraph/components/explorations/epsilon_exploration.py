@@ -6,6 +6,7 @@ from typing import Any
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.time_dependent_parameters import TimeDependentParameter
 from rlgraph.components.component import Component
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError, RLGraphSpecError
 
@@ -16,7 +17,7 @@ class EpsilonExploration(Component):
     """Epsilon-greedy decisions: item b explores iff u_b < epsilon(t), with u_b ~ U[0, 1).
 
     epsilon(t) comes from a `TimeDependentParameter` sub-component (the "decay") evaluated at the
-    time percentage t in [0, 1]; the draws use the backend's global RNG (seeded by the executor).
+    time percentage t in [0, 1]; the draws use the agent's own random stream (seeded by the executor).
 
     Args:
         decay_spec: Spec of the epsilon schedule, any form `TimeDependentParameter.from_spec`
@@ -85,5 +86,5 @@ class EpsilonExploration(Component):
             u = tf.random.uniform(tf.shape(first)[:1], dtype=tf.float32)
             return u < tf.cast(epsilon, tf.float32)
         import torch
-        u = torch.rand(first.shape[:1], dtype=torch.float32, device=first.device)
+        u = torch_random.rand(first.shape[:1], dtype=torch.float32, device=first.device)
         return u < torch.as_tensor(epsilon, dtype=torch.float32, device=first.device)

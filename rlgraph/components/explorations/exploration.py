@@ -10,6 +10,7 @@ from rlgraph.components.component import Component
 from rlgraph.components.explorations.epsilon_exploration import EpsilonExploration
 from rlgraph.components.explorations.noise.noise import Noise
 from rlgraph.spaces import FloatBox, IntBox, Space
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 from rlgraph.utils.rlgraph_errors import RLGraphSpaceError
 
@@ -142,11 +143,11 @@ class Exploration(Component):
             return actions  # Greedy acting skips the random draws.
         if bounds is not None:
             # The same range for every element (e.g. IntBox(n)): one randint.
-            random_actions = torch.randint(bounds[0], bounds[1], actions.shape, dtype=actions.dtype,
-                                           device=actions.device)
+            random_actions = torch_random.randint(bounds[0], bounds[1], actions.shape, dtype=actions.dtype,
+                                                  device=actions.device)
         else:
             low, high = space.low.astype(np.float64), space.high.astype(np.float64)
-            u = torch.rand(actions.shape, dtype=torch.float64, device=actions.device)
+            u = torch_random.rand(actions.shape, dtype=torch.float64, device=actions.device)
             low_t, high_t = (torch.as_tensor(b, device=actions.device) for b in (low, high))
             random_actions = torch.floor(low_t + u * (high_t - low_t)).to(actions.dtype)
         mask = do_explore if actions.dim() == 1 else do_explore.reshape(tuple(do_explore.shape) +

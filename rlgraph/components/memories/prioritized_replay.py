@@ -8,6 +8,7 @@ import numpy as np
 from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.spaces import FloatBox, IntBox
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.nest import unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpaceError, RLGraphSpecError
@@ -35,7 +36,7 @@ class PrioritizedReplay(Memory):
         get_records(num_records): (records [n, ...], indices [n] int32, weights [n] float32):
             stratified sampling, one uniform draw in each of n equal slices of the total
             priority mass, found by a vectorized descent of the sum tree (log2(C2) gathers).
-            Uses the backend's global RNG (seeded by the executor's seed). On an empty memory
+            Uses the agent's own random stream (seeded by the executor's seed). On an empty memory
             the result is meaningless (rows of record 0).
         update_records(indices, update): Sets p_i = (|update_i| + epsilon) ** alpha for
             indices [B] and updates [B]; for a duplicate index the last occurrence wins.
@@ -316,7 +317,7 @@ def _sample_torch(memory: PrioritizedReplay, num_records):
     n = int(num_records)
     tree = memory.sum_tree.detach()
     total = tree[1]
-    u = (torch.arange(n, dtype=torch.float32, device=tree.device) + torch.rand(n).to(tree.device)) * \
+    u = (torch.arange(n, dtype=torch.float32, device=tree.device) + torch_random.rand(n).to(tree.device)) * \
         (total / max(n, 1))
     node = torch.ones(n, dtype=torch.long, device=tree.device)
     for _ in range(memory.depth):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rlgraph.backend_system import get_backend
 from rlgraph.components.memories.memory import Memory
 from rlgraph.components.memories.ring_ops import flat_records, read_rows, write_ring
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api, tracing
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
@@ -16,7 +17,7 @@ class ReplayMemory(Memory):
     overwritten and `size == capacity`; a batch larger than the capacity leaves its last
     `capacity` records. Writes are per-leaf scatter updates (no copy of the whole memory).
     `get_records(num_records)` draws `num_records` slots uniformly from the filled part
-    [0, size) (TF: `tf.random.uniform`; PyTorch: `torch.randint`; both seeded by the executor's
+    [0, size) (TF: `tf.random.uniform`; PyTorch: `torch_random.randint`; both seeded by the executor's
     seed) and returns the records [num_records, ...] in the record space (Dict leaves keep
     their dtypes, e.g. uint8 images).
 
@@ -81,7 +82,7 @@ class ReplayMemory(Memory):
             if n > 0 and size == 0 and not empty_ok:
                 raise RLGraphError("cannot sample records from an empty memory", where=where,
                                    hint="insert records first (see get_size()).")
-            slots = torch.randint(0, max(size, 1), (n,), dtype=torch.long)
+            slots = torch_random.randint(0, max(size, 1), (n,), dtype=torch.long)
         return read_rows(self, slots)
 
     @rlgraph_api

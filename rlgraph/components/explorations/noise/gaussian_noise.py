@@ -8,6 +8,7 @@ import numpy as np
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.time_dependent_parameters import check_number
 from rlgraph.components.explorations.noise.noise import Noise
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.util import convert_dtype
@@ -65,4 +66,4 @@ class GaussianNoise(Noise):
             return tf.random.normal(shape, dtype=self.action_space.dtype) * stddev + self.mean
         import torch
         dtype = convert_dtype(self.action_space.dtype, to="pytorch")
-        return torch.randn(shape, dtype=dtype) * torch.as_tensor(stddev, dtype=dtype) + self.mean
+        return torch_random.randn(shape, dtype=dtype) * torch.as_tensor(stddev, dtype=dtype) + self.mean

@@ -6,6 +6,7 @@ from typing import Any
 from rlgraph.backend_system import get_backend
 from rlgraph.components.common.time_dependent_parameters import check_number
 from rlgraph.components.explorations.noise.noise import Noise
+from rlgraph.utils import torch_random
 from rlgraph.utils.decorators import graph_fn, rlgraph_api
 
 
@@ -67,7 +68,7 @@ class OrnsteinUhlenbeckNoise(Noise):
             return x_next
         import torch
         with torch.no_grad():
-            x_next = x + self.theta * (self.mu - x) + self.sigma * torch.randn_like(x)
+            x_next = x + self.theta * (self.mu - x) + self.sigma * torch_random.randn_like(x)
             x.copy_(x_next)
         return x_next
 
