@@ -207,7 +207,8 @@ def test_no_deviations_left_and_gsde_is_mirrored_for_ppo_a2c_and_sac():
     assert zoo_configs.deviations(BY_NAME["a2c/Pendulum-v1"]) == []  # gSDE: rlgraph's own.
     assert all(zoo_configs.deviations(pair) == [] for pair in BY_NAME.values())  # gSDE included.
     sac = zoo_configs.rlgraph_config("sac/MountainCarContinuous-v0")["action_adapter_spec"]
-    assert sac == {"use_sde": True, "log_std_init": -3.67, "clip_mean": 2.0, "sde_matrices": 1, "sde_sample_freq": -1}
+    assert sac == {"use_sde": True, "log_std_init": -3.67, "clip_mean": 2.0, "sde_matrices": 1, "sde_sample_freq": -1,
+                   "weights_spec": "fan_in_uniform", "biases_spec": "fan_in_uniform"}
     config = zoo_configs.rlgraph_config("a2c/Pendulum-v1")
     assert config["action_adapter_spec"]["log_std_init"] == -2.0
     # The zoo's a2c/Pendulum-v1: use_sde, 8 envs, sde_sample_freq -1 (its default).
@@ -218,3 +219,63 @@ def test_no_deviations_left_and_gsde_is_mirrored_for_ppo_a2c_and_sac():
     assert "use_sde" not in zoo_configs.rlgraph_config("ppo/LunarLanderContinuous-v3")["action_adapter_spec"]
     assert config["policy_spec"]["distributions_spec"]["bounded_distribution_type"] == "normal"
     assert isinstance(BY_NAME["sac/Pendulum-v1"], ZooPair)
+
+
+# --- Initial weights: the same initializers as SB3's networks -------------------------------------------
+
+_ORTHOGONAL_GAINS = (1.0, 0.01, math.sqrt(2.0))
+
+
+def _initializer(kernel, bias):
+    """What drew a dense layer's weights, from the values: (fan_in, kernel initializer, bias zero).
+    Orthogonal: equal singular values (one output: a norm of a known gain); uniform: the largest
+    |w| within 10% below the bound (fan-in: 1/sqrt(fan_in), torch's `Linear` default; Glorot:
+    sqrt(6 / (fan_in + fan_out))); else the largest |w|."""
+    import numpy as np
+    kernel = np.asarray(kernel, np.float64)
+    fan_in, fan_out = kernel.shape
+    singular = np.linalg.svd(kernel, compute_uv=False)
+    if fan_out >= 2 and singular.max() - singular.min() < 1e-4 * singular.max():
+        kind = f"orthogonal {singular.max():.3g}"
+    elif fan_out == 1 and any(abs(singular[0] - gain) < 1e-5 * gain for gain in _ORTHOGONAL_GAINS):
+        kind = f"orthogonal {singular[0]:.3g}"
+    else:
+        largest = np.abs(kernel).max()
+        kind = f"other (largest |w| {largest:.3g})"
+        for name, bound in (("fan-in uniform", 1.0 / math.sqrt(fan_in)),
+                            ("glorot uniform", math.sqrt(6.0 / (fan_in + fan_out)))):
+            if 0.9 * bound <= largest <= bound * (1 + 1e-6):
+                kind = name
+    return fan_in, kind, not np.any(bias)
+
+
+@pytest.mark.filterwarnings("ignore:You have specified a mini-batch size")  # (SB3 on the zoo's own PPO setting.)
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_initial_weights_follow_sb3s_initializers(name):
+    # Every dense layer of the online networks (targets are copies) drawn as SB3 draws its layer of
+    # the same place: torch's default, or orthogonal gains with `ortho_init`. The layers are
+    # compared as sets of (fan_in, initializer, zero bias), which covers the heads that the two
+    # libraries split differently (SAC's mean and log-std: one layer here, two in SB3).
+    pytest.importorskip("stable_baselines3")
+    import gymnasium as gym
+    import torch
+    from rlgraph.spaces import space_from_gym
+    pair = BY_NAME[name]
+    config = zoo_configs.rlgraph_config(pair, seed=1)
+    for key in ("environment_spec", "training_spec", "about"):
+        config.pop(key)
+    env = gym.make(pair.env_id)
+    agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
+                            action_space=space_from_gym(env.action_space))
+    env.close()
+    model = zoo_configs.make_sb3_model(pair, seed=1)
+    try:
+        weights = agent.get_weights(sorted(n for n in agent._executor().get_weights()
+                                           if n.endswith(("/kernel", "/bias")) and "target" not in n))
+        ours = {_initializer(weights[n], weights[n[:-len("kernel")] + "bias"]) for n in weights if n.endswith("/kernel")}
+        theirs = {_initializer(m.weight.detach().numpy().T, m.bias.detach().numpy())
+                  for n, m in model.policy.named_modules() if isinstance(m, torch.nn.Linear) and "target" not in n}
+        assert ours == theirs
+    finally:
+        agent.terminate()
+        model.get_env().close()

@@ -295,3 +295,26 @@ def check_choice(value: Any, choices: tuple, name: str, owner: str, hint: Option
     guess = closest_match(value, list(choices)) if isinstance(value, str) else None
     raise RLGraphSpecError(f"{name} must be one of {list(choices)}", where=f"{owner}({name})", expected=list(choices),
                            received=repr(value), hint=f"did you mean '{guess}'?" if guess else hint)
+
+
+#: The keys of a critic's spec in its dict form (as the original RLgraph's `ValueFunction` spec).
+HEAD_SPEC_KEYS = ("network_spec", "weights_spec", "biases_spec")
+
+
+def split_head_spec(spec: Any, name: str, owner: str) -> tuple:
+    """(network spec, output-layer initializers) of a critic's spec: a layer list or network as it
+    is (the layer's own default initializers), or {"network_spec": ..., "weights_spec": ...,
+    "biases_spec": ...} with the initializers of its output layer (see `get_initializer`).
+
+    Raises:
+        RLGraphSpecError: Naming `<owner>(<name>)`, for another key in the dict form.
+    """
+    if not (isinstance(spec, dict) and "network_spec" in spec):
+        return spec, {}
+    unknown = sorted(set(spec) - set(HEAD_SPEC_KEYS), key=str)
+    if unknown:
+        raise RLGraphSpecError(f"unknown key(s) {unknown} in {name}", where=f"{owner}({name})",
+                               expected=", ".join(HEAD_SPEC_KEYS), received=repr(spec)[:120],
+                               hint=f"{name} is a layer list, or a dict of the network's layers (network_spec) and "
+                                    "the initializers of the output layer (weights_spec, biases_spec).")
+    return spec["network_spec"], {k: spec[k] for k in ("weights_spec", "biases_spec") if k in spec}

@@ -150,19 +150,21 @@ def _dqn(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
 
 
 def _on_policy_layers(hp: Dict[str, Any]) -> tuple:
-    """(hidden init, policy output init) as SB3's `ortho_init` on or off."""
+    """(hidden init, policy output init, value output init) as SB3's `ortho_init` on or off
+    (on: orthogonal with gains sqrt(2), 0.01 and 1, zero biases; off: torch's `Linear` default)."""
     if hp["ortho_init"]:
-        return ({"weights_spec": {"type": "orthogonal", "gain": math.sqrt(2.0)}, "biases_spec": 0.0},
-                {"weights_spec": {"type": "orthogonal", "gain": 0.01}, "biases_spec": 0.0})
-    return dict(_FAN_IN), dict(_FAN_IN)
+        return tuple({"weights_spec": {"type": "orthogonal", "gain": gain}, "biases_spec": 0.0}
+                     for gain in (math.sqrt(2.0), 0.01, 1.0))
+    return dict(_FAN_IN), dict(_FAN_IN), dict(_FAN_IN)
 
 
 def _pg_common(pair: ZooPair, hp: Dict[str, Any]) -> dict:
-    hidden, head = _on_policy_layers(hp)
+    hidden, head, value_head = _on_policy_layers(hp)
     config = {"discount": hp["gamma"], "gae_lambda": hp["gae_lambda"],
               "standardize_advantages": hp["normalize_advantage"], "weight_entropy": hp["ent_coef"],
               "weight_vf": 2.0 * hp["vf_coef"], "network_spec": _layers(hp, "", hidden),
-              "value_function_spec": _layers(hp, "vf-", hidden), "action_adapter_spec": head}
+              "value_function_spec": dict(network_spec=_layers(hp, "vf-", hidden), **value_head),
+              "action_adapter_spec": head}
     if is_continuous(pair):
         # SB3's Gaussian: a free log-std, actions unsquashed (OpenAIGymEnv clips them to the bounds);
         # with use_sde, gSDE with one noise matrix per env and SB3's sde_sample_freq.
@@ -197,7 +199,10 @@ def _sac(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
         "target_entropy": None if fixed else hp["target_entropy"], "double_q": True,
         "warmup_random_steps": hp["learning_starts"],
         "memory_spec": {"type": "replay-memory", "capacity": min(hp["buffer_size"], steps)},
-        "network_spec": _layers(hp, "", _FAN_IN), "value_function_spec": _layers(hp, "vf-", _FAN_IN),
+        # Every layer as torch's `Linear` default, SB3's (the actor's mean and log-std outputs and
+        # the critics' Q heads too).
+        "network_spec": _layers(hp, "", _FAN_IN), "action_adapter_spec": dict(_FAN_IN),
+        "value_function_spec": dict(network_spec=_layers(hp, "vf-", _FAN_IN), **_FAN_IN),
         "optimizer_spec": dict(adam), "value_function_optimizer_spec": dict(adam),
         **({} if fixed else {"alpha_optimizer_spec": dict(adam)}),
         "observe_spec": {"buffer_size": 1},
@@ -206,7 +211,8 @@ def _sac(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
                         "sync_interval": 0, "sync_tau": hp["tau"]},
         # SB3's SAC actor with gSDE: its log-std matrix from log_std_init, the mean clipped to +-2.
         **({"action_adapter_spec": {"use_sde": True, "log_std_init": hp["log_std_init"], "clip_mean": 2.0,
-                                    "sde_matrices": num_envs(pair), "sde_sample_freq": hp.get("sde_sample_freq", -1)}}
+                                    "sde_matrices": num_envs(pair), "sde_sample_freq": hp.get("sde_sample_freq", -1),
+                                    **_FAN_IN}}
            if hp.get("use_sde") else {}),
     }
 
@@ -223,7 +229,8 @@ def _td3(pair: ZooPair, hp: Dict[str, Any], steps: int) -> dict:
     adam = {"type": "adam", "learning_rate": hp["learning_rate"], "epsilon": hp["adam_epsilon"]}
     config = {
         "discount": hp["gamma"], "network_spec": _layers(hp, "", _FAN_IN),
-        "critic_network_spec": _layers(hp, "", _FAN_IN), "action_adapter_spec": dict(_FAN_IN),
+        "critic_network_spec": dict(network_spec=_layers(hp, "", _FAN_IN), **_FAN_IN),
+        "action_adapter_spec": dict(_FAN_IN),
         "memory_spec": {"type": "replay-memory", "capacity": min(hp["buffer_size"], steps)},
         "noise_spec": _noise_spec(pair, hp), "optimizer_spec": dict(adam), "critic_optimizer_spec": dict(adam),
         "target_actor_update": hp["tau"], "target_critic_update": hp["tau"], "random_steps": hp["learning_starts"],

@@ -13,7 +13,7 @@ from rlgraph.agents.ddpg.core import DDPGCore, update_apis
 from rlgraph.agents.ddpg.networks import DeterministicActor, QCritic
 from rlgraph.agents.records import record_space, to_weighted_record
 from rlgraph.agents.replay_access import ReplayAgentMixin, check_memory_spec, make_replay, replay_input_spaces
-from rlgraph.agents.specs import check_bool, check_number
+from rlgraph.agents.specs import check_bool, check_number, split_head_spec
 from rlgraph.components.component import Component
 from rlgraph.components.explorations.exploration import Exploration
 from rlgraph.spaces import FloatBox
@@ -55,7 +55,9 @@ class DDPGAgent(ReplayAgentMixin, Agent):
     draw in every row.
 
     Args:
-        critic_network_spec: The critic's hidden layers (default: `network_spec`, the actor's).
+        critic_network_spec: The critic's hidden layers (default: `network_spec`, the actor's), or
+            {"network_spec": layers, "weights_spec": ..., "biases_spec": ...} to set the initializers
+            of its Q unit too (default uniform in [-3e-3, 3e-3], as the DDPG paper's).
         memory_spec: The replay memory (default {"type": "replay-memory", "capacity": 100000});
             "prioritized-replay" and "mem-prioritized-replay" take "alpha", "beta", "epsilon".
         n_step: n-step returns (folded in by the observe buffers; the critic's bootstrap is
@@ -192,8 +194,10 @@ class DDPGAgent(ReplayAgentMixin, Agent):
                                           self.algorithm)
         actor = DeterministicActor(self.network_spec, action, squash=self.squash_actions, scope="actor",
                                    **self.actor_head_spec)
-        critic = QCritic(self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
-                         scope="critic")
+        critic_layers, critic_head = split_head_spec(
+            self.critic_network_spec if self.critic_network_spec is not None else self.network_spec,
+            "critic_network_spec", owner)
+        critic = QCritic(critic_layers, scope="critic", **critic_head)
         exploration = Exploration.from_spec(self.exploration_spec)
         inverter = None
         if self.invert_gradients:

@@ -99,16 +99,20 @@ class QCritic(Component):
 
     Args:
         network_spec: The hidden layers (a list of layer specs or a `NeuralNetwork`).
+        weights_spec: Initializer of the Q unit's kernel (default `HEAD_INIT`).
+        biases_spec: Initializer of its bias (default `HEAD_INIT`).
         scope: Default "critic".
 
     API:
         get_q_values(states, actions) -> Q [B].
     """
 
-    def __init__(self, network_spec: Any, scope: str = "critic", **kwargs):
+    def __init__(self, network_spec: Any, weights_spec: Any = None, biases_spec: Any = None, scope: str = "critic",
+                 **kwargs):
         super().__init__(scope=scope, **kwargs)
         self.network = _network(network_spec)
-        self.q_layer = DenseLayer(units=1, weights_spec=HEAD_INIT, biases_spec=HEAD_INIT, scope="q-layer")
+        self.q_layer = DenseLayer(units=1, weights_spec=HEAD_INIT if weights_spec is None else weights_spec,
+                                  biases_spec=HEAD_INIT if biases_spec is None else biases_spec, scope="q-layer")
         self.add_components(self.network, self.q_layer)
 
     @rlgraph_api

@@ -14,7 +14,7 @@ from rlgraph.agents.replay_access import (ReplayAgentMixin, check_memory_spec, m
 from rlgraph.agents.sac.core import SACCore
 from rlgraph.agents.sac.networks import SACCritic, default_target_entropy, joint_action_count, sac_action_mode
 from rlgraph.agents.sde_schedule import SDEScheduleMixin
-from rlgraph.agents.specs import check_bool, check_number, check_spec
+from rlgraph.agents.specs import check_bool, check_number, check_spec, split_head_spec
 from rlgraph.components.component import Component
 from rlgraph.components.loss_functions.sac_loss_function import SACLossFunction
 from rlgraph.components.policies.policy import Policy
@@ -63,7 +63,9 @@ class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
             Gumbel-softmax samples.
         memory_spec: The replay memory spec (default {"type": "replay-memory", "capacity": 10000});
             "prioritized-replay" and "mem-prioritized-replay" take "alpha", "beta", "epsilon".
-        value_function_spec: The critic layers (a list of layer specs; default: `network_spec`'s).
+        value_function_spec: The critic layers (a list of layer specs; default: `network_spec`'s), or
+            {"network_spec": layers, "weights_spec": ..., "biases_spec": ...} to set the initializers
+            of the critics' Q head too (default Glorot uniform and 0).
         value_function_optimizer_spec: The critics' optimizer (default: `optimizer_spec`).
         alpha_optimizer_spec: The optimizer of log(alpha) (default: `optimizer_spec`).
         value_function_sync_spec: {"sync_interval", "sync_tau"} (the original's key): the same as
@@ -143,7 +145,9 @@ class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
         if self.network_spec is None:
             raise RLGraphSpecError("no network_spec (the actor's layers)", where=f"{owner}(network_spec)",
                                    hint='give e.g. [{"type": "dense", "units": 256, "activation": "relu"}].')
-        critic_spec = self.value_function_spec if self.value_function_spec is not None else self.network_spec
+        critic_spec, head = split_head_spec(
+            self.value_function_spec if self.value_function_spec is not None else self.network_spec,
+            "value_function_spec", owner)
         if isinstance(critic_spec, Component):
             layers = [critic_spec] + ([critic_spec.copy()] if self.double_q else [])
         elif isinstance(critic_spec, (list, tuple, dict)) and critic_spec:
@@ -153,7 +157,7 @@ class SACAgent(SDEScheduleMixin, ReplayAgentMixin, Agent):
                                    where=f"{owner}(value_function_spec)", received=repr(critic_spec)[:80],
                                    expected='[{"type": "dense", "units": 256, "activation": "relu"}, ...]')
         num_actions = joint_action_count(self.action_space) if discrete else None
-        critics = [SACCritic(spec, num_actions=num_actions, scope=f"critic-{i}") for i, spec in enumerate(layers)]
+        critics = [SACCritic(spec, num_actions=num_actions, scope=f"critic-{i}", **head) for i, spec in enumerate(layers)]
         memory, self.replay = make_replay(self.memory_spec, self.execution_spec["seed"], self._executor, owner, "SAC")
         learn_alpha = self.target_entropy is not None
         self.root_component = SACCore(

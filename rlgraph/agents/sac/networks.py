@@ -35,6 +35,8 @@ class SACCritic(Component):
     Args:
         network_spec: A list of layer specs (or a `NeuralNetwork`) before the head.
         num_actions: n for a discrete action space, None for continuous actions.
+        weights_spec: Initializer of the head's kernel (default: the layer default, Glorot uniform).
+        biases_spec: Initializer of its bias (default 0).
         scope: Default "critic".
 
     API:
@@ -42,11 +44,13 @@ class SACCritic(Component):
             action space) or Q(s, .) [B, n] (discrete; `actions` not given).
     """
 
-    def __init__(self, network_spec: Any, num_actions: Optional[int] = None, scope: str = "critic", **kwargs):
+    def __init__(self, network_spec: Any, num_actions: Optional[int] = None, weights_spec: Any = None,
+                 biases_spec: Any = None, scope: str = "critic", **kwargs):
         super().__init__(scope=scope, **kwargs)
         self.num_actions = num_actions
         self.network = network_spec if isinstance(network_spec, Component) else NeuralNetwork.from_spec(network_spec)
-        self.head = DenseLayer(units=num_actions or 1, scope="q-head")
+        self.head = DenseLayer(units=num_actions or 1, weights_spec=weights_spec, biases_spec=biases_spec,
+                               scope="q-head")
         self.add_components(self.network, self.head)
 
     @rlgraph_api
