@@ -1,12 +1,17 @@
-"""rlgraph's DQN update against Stable-Baselines3's, step for step (issue 38's factor analysis).
+"""rlgraph's DQN and A2C updates against Stable-Baselines3's, step for step (issue 38's factor analysis).
 
-Both start from the same weights (SB3's initial Q-network copied into rlgraph's policy and target
-network) and are fed the same batches: SB3 through its own `DQN.train` (its replay buffer's
-`sample` returns the batch), rlgraph through `update(batch)`. With the zoo's dqn/LunarLander-v3
-settings (Adam 6.3e-4, Huber loss, gradient norm clipped at 10, gamma 0.99) the losses and the
-weights must agree to float32 round-off after every step, on both backends; and once more with the
-clipping at 0.5, so that every step is clipped. A difference in the loss, the target, Adam or the
-clipping shows here after one step; the zoo study then compares only what the loop does around it.
+Both libraries start from the same weights (SB3's initial networks copied into rlgraph's) and learn
+from the same data, and their weights must agree to float32 round-off after every update, on both
+backends. A difference in a loss, a target, the advantages, the optimizer or the clipping shows
+after one step; the zoo study then compares only what the loop around the update does.
+
+- DQN, the zoo's dqn/LunarLander-v3 settings (Adam 6.3e-4, Huber loss, gradient norm clipped at
+  10, gamma 0.99), and once more clipped at 0.5 (every step clipped): SB3 through its own
+  `DQN.train` (its replay buffer's `sample` returns the batch), rlgraph through `update(batch)`.
+- A2C, the zoo's a2c/CartPole-v1 settings (RMSprop 7e-4 with alpha 0.99 and eps 1e-5, GAE over
+  8 envs x 5 steps with episode ends, value weight 0.5, gradient norm clipped at 0.5) with an
+  entropy weight of 0.01: SB3 through its rollout buffer and `A2C.train`, rlgraph through
+  `observe` per env and `update()`.
 """
 from __future__ import annotations
 
@@ -105,3 +110,85 @@ def test_dqn_updates_equal_sb3s_step_for_step(backend, max_grad_norm):
     finally:
         agent.terminate()
         model.env.close()
+
+
+# --- A2C ----------------------------------------------------------------------------------------------
+
+A2C_PAIR, ENVS, STEPS_PER_ENV, A2C_UPDATES = "a2c/CartPole-v1", 8, 5, 15
+
+
+def _a2c_models(backend):
+    pair = BY_NAME[A2C_PAIR]
+    pair = dataclasses.replace(pair, hyperparameters=dict(pair.hyperparameters, ent_coef=0.01))
+    config = zoo_configs.rlgraph_config(pair, backend=backend, seed=1)
+    for key in ("environment_spec", "training_spec", "about"):
+        config.pop(key)
+    env = gym.make("CartPole-v1")
+    agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
+                            action_space=space_from_gym(env.action_space))
+    env.close()
+    model = zoo_configs.make_sb3_model(pair, seed=1)
+    from stable_baselines3.common.logger import configure
+    model.set_logger(configure(None, [""]))
+    policy = model.policy
+    layers = {"policy/neural-network/hidden-1": policy.mlp_extractor.policy_net[0],
+              "policy/neural-network/hidden-2": policy.mlp_extractor.policy_net[2],
+              "policy/action-adapter-0/action-layer": policy.action_net,
+              "value-function/neural-network/vf-hidden-1": policy.mlp_extractor.value_net[0],
+              "value-function/neural-network/vf-hidden-2": policy.mlp_extractor.value_net[2],
+              "value-function/value-function-node": policy.value_net}
+    return agent, model, {f"{agent.name}/{name}": module for name, module in layers.items()}
+
+
+def _a2c_difference(agent, layers):
+    weights = agent.get_weights(sorted(f"{name}/{leaf}" for name in layers for leaf in ("kernel", "bias")))
+    return max(max(np.abs(weights[f"{name}/kernel"] - m.weight.detach().numpy().T).max(),
+                   np.abs(weights[f"{name}/bias"] - m.bias.detach().numpy()).max()) for name, m in layers.items())
+
+
+def _sb3_rollout(model, states, actions, rewards, terminals):
+    """Fills SB3's rollout buffer as its `collect_rollouts` does (values and log-probs of the policy
+    that acted; `episode_start` the previous step's done) and computes its GAE."""
+    policy, buffer = model.policy, model.rollout_buffer
+    buffer.reset()
+    starts = np.ones(ENVS, np.float32)
+    for t in range(STEPS_PER_ENV):
+        with torch.no_grad():
+            values, log_probs, _ = policy.evaluate_actions(torch.as_tensor(states[t]), torch.as_tensor(actions[t]))
+        buffer.add(states[t], actions[t].reshape(ENVS, 1), rewards[t], starts, values, log_probs)
+        starts = terminals[t].astype(np.float32)
+    with torch.no_grad():
+        last_values = policy.predict_values(torch.as_tensor(states[STEPS_PER_ENV]))
+    buffer.compute_returns_and_advantage(last_values=last_values, dones=terminals[STEPS_PER_ENV - 1])
+
+
+def test_a2c_updates_equal_sb3s_step_for_step(backend):
+    agent, model, layers = _a2c_models(backend)
+    try:
+        agent.set_weights({f"{name}/{leaf}": (m.weight.detach().numpy().T if leaf == "kernel" else
+                                              m.bias.detach().numpy()).copy()
+                           for name, m in layers.items() for leaf in ("kernel", "bias")})
+        assert _a2c_difference(agent, layers) == 0.0
+        initial = {name: m.weight.detach().numpy().copy() for name, m in layers.items()}
+        rng = np.random.default_rng(3)
+        for update in range(A2C_UPDATES):
+            # [T + 1, E, 4] states (the last row: the states the rollout bootstraps from); after a
+            # terminal the next row is the reset state (not read: the episode ended).
+            states = rng.normal(size=(STEPS_PER_ENV + 1, ENVS, 4)).astype(np.float32)
+            actions = rng.integers(0, 2, size=(STEPS_PER_ENV, ENVS))
+            rewards = rng.normal(size=(STEPS_PER_ENV, ENVS)).astype(np.float32)
+            terminals = rng.random((STEPS_PER_ENV, ENVS)) < 0.2
+            _sb3_rollout(model, states, actions, rewards, terminals)
+            model.train()
+            for env in range(ENVS):
+                agent.observe(states[:-1, env], actions[:, env], None, rewards[:, env], states[1:, env],
+                              terminals[:, env], env_id=env)
+            result = agent.update()
+            # rlgraph's value loss is 0.5 (v - R)^2 with weight 2 * vf_coef; SB3's is (v - R)^2.
+            assert 2 * float(result.value_loss) == pytest.approx(model.logger.name_to_value["train/value_loss"],
+                                                                  rel=1e-5), update
+            assert _a2c_difference(agent, layers) < 2e-6, update
+        assert max(np.abs(m.weight.detach().numpy() - initial[name]).max() for name, m in layers.items()) > 1e-3
+    finally:
+        agent.terminate()
+        model.get_env().close()
