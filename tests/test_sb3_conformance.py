@@ -1,4 +1,4 @@
-"""rlgraph's DQN and A2C updates against Stable-Baselines3's, step for step (issue 38's factor analysis).
+"""rlgraph's DQN, A2C and PPO updates against Stable-Baselines3's, step for step (issue 38's factor analysis).
 
 Both libraries start from the same weights (SB3's initial networks copied into rlgraph's) and learn
 from the same data, and their weights must agree to float32 round-off after every update, on both
@@ -12,6 +12,8 @@ after one step; the zoo study then compares only what the loop around the update
   8 envs x 5 steps with episode ends, value weight 0.5, gradient norm clipped at 0.5) with an
   entropy weight of 0.01: SB3 through its rollout buffer and `A2C.train`, rlgraph through
   `observe` per env and `update()`.
+- PPO, the zoo's ppo/CartPole-v1 settings with one minibatch per epoch (see its test for the one
+  convention that differs: how advantages are standardized).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 import pytest
 
 from rlgraph.agents import Agent
+from rlgraph.agents.pg import agent as pg_agent
 from rlgraph.benchmarks import zoo_configs
 from rlgraph.benchmarks.zoo_table import BY_NAME
 from rlgraph.spaces import space_from_gym
@@ -188,6 +191,79 @@ def test_a2c_updates_equal_sb3s_step_for_step(backend):
             assert 2 * float(result.value_loss) == pytest.approx(model.logger.name_to_value["train/value_loss"],
                                                                   rel=1e-5), update
             assert _a2c_difference(agent, layers) < 2e-6, update
+        assert max(np.abs(m.weight.detach().numpy() - initial[name]).max() for name, m in layers.items()) > 1e-3
+    finally:
+        agent.terminate()
+        model.get_env().close()
+
+
+# --- PPO ----------------------------------------------------------------------------------------------
+
+PPO_PAIR, PPO_EPOCHS = "ppo/CartPole-v1", 4
+
+
+def test_ppo_updates_equal_sb3s_step_for_step(backend, monkeypatch):
+    # The zoo's ppo/CartPole-v1 (8 envs x 32 steps, GAE lambda 0.8, gamma 0.98, Adam 1e-3 and clip
+    # ratio 0.2 at the schedules' start, advantages standardized, gradient norm clipped at 0.5), with
+    # 4 epochs of one minibatch of all 256 rows: the order of minibatches is each library's own
+    # random draw, the gradient of the whole batch is not. An entropy weight of 0.01 is added.
+    # The one difference of convention: SB3 standardizes advantages by the sample standard deviation
+    # plus 1e-8, rlgraph by the population's (the weights then differ by ~2e-6 per update here); the
+    # test gives rlgraph SB3's rule, so that everything else must agree to round-off.
+    monkeypatch.setattr(pg_agent, "_standardize", lambda x: ((x - np.mean(x)) / (np.std(x, ddof=1) + 1e-8)).astype(
+        np.float32))
+    pair = BY_NAME[PPO_PAIR]
+    hyperparameters = dict(pair.hyperparameters, ent_coef=0.01, n_epochs=PPO_EPOCHS,
+                           batch_size=pair.hyperparameters["n_envs"] * pair.hyperparameters["n_steps"])
+    pair = dataclasses.replace(pair, hyperparameters=hyperparameters)
+    envs, steps = hyperparameters["n_envs"], hyperparameters["n_steps"]
+    config = zoo_configs.rlgraph_config(pair, backend=backend, seed=1)
+    for key in ("environment_spec", "training_spec", "about"):
+        config.pop(key)
+    env = gym.make("CartPole-v1")
+    agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
+                            action_space=space_from_gym(env.action_space))
+    env.close()
+    model = zoo_configs.make_sb3_model(pair, seed=1)
+    from stable_baselines3.common.logger import configure
+    model.set_logger(configure(None, [""]))
+    policy = model.policy
+    layers = {f"{agent.name}/{name}": module for name, module in {
+        "policy/neural-network/hidden-1": policy.mlp_extractor.policy_net[0],
+        "policy/neural-network/hidden-2": policy.mlp_extractor.policy_net[2],
+        "policy/action-adapter-0/action-layer": policy.action_net,
+        "value-function/neural-network/vf-hidden-1": policy.mlp_extractor.value_net[0],
+        "value-function/neural-network/vf-hidden-2": policy.mlp_extractor.value_net[2],
+        "value-function/value-function-node": policy.value_net}.items()}
+    try:
+        agent.set_weights({f"{name}/{leaf}": (m.weight.detach().numpy().T if leaf == "kernel" else
+                                              m.bias.detach().numpy()).copy()
+                           for name, m in layers.items() for leaf in ("kernel", "bias")})
+        initial = {name: m.weight.detach().numpy().copy() for name, m in layers.items()}
+        rng = np.random.default_rng(5)
+        buffer = model.rollout_buffer
+        for update in range(3):
+            states = rng.normal(size=(steps + 1, envs, 4)).astype(np.float32)
+            actions = rng.integers(0, 2, size=(steps, envs))
+            rewards = rng.normal(size=(steps, envs)).astype(np.float32)
+            terminals = rng.random((steps, envs)) < 0.05
+            buffer.reset()
+            starts = np.ones(envs, np.float32)
+            for t in range(steps):
+                with torch.no_grad():
+                    values, log_probs, _ = policy.evaluate_actions(torch.as_tensor(states[t]),
+                                                                   torch.as_tensor(actions[t]))
+                buffer.add(states[t], actions[t].reshape(envs, 1), rewards[t], starts, values, log_probs)
+                starts = terminals[t].astype(np.float32)
+            with torch.no_grad():
+                last_values = policy.predict_values(torch.as_tensor(states[steps]))
+            buffer.compute_returns_and_advantage(last_values=last_values, dones=terminals[steps - 1])
+            model.train()
+            for e in range(envs):
+                agent.observe(states[:-1, e], actions[:, e], None, rewards[:, e], states[1:, e], terminals[:, e],
+                              env_id=e)
+            agent.update(time_percentage=0.0)
+            assert _a2c_difference(agent, layers) < 1e-6, update
         assert max(np.abs(m.weight.detach().numpy() - initial[name]).max() for name, m in layers.items()) > 1e-3
     finally:
         agent.terminate()
