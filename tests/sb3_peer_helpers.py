@@ -62,3 +62,24 @@ def check_missing_sb3(module, name: str, monkeypatch, tmp_path) -> None:
     assert info.value.package == "stable-baselines3"
     assert not (tmp_path / "r.json").exists()
     assert name in BENCHMARKS
+
+
+def zoo_agent_and_sb3_model(pair, backend: str = "pytorch") -> tuple:
+    """(rlgraph agent, SB3 model) of a zoo pair (a `ZooPair`), both seeded 1: the agent built from
+    `zoo_configs.rlgraph_config` for the pair's env spaces (no env, no training), the model from
+    `zoo_configs.make_sb3_model` (its own vec env; close it with `model.get_env().close()`)."""
+    import gymnasium as gym
+
+    from rlgraph.agents import Agent
+    from rlgraph.benchmarks import zoo_configs
+    from rlgraph.spaces import space_from_gym
+    config = zoo_configs.rlgraph_config(pair, backend=backend, seed=1)
+    for key in ("environment_spec", "training_spec", "about"):
+        config.pop(key)
+    env = gym.make(pair.env_id)
+    try:
+        agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
+                                action_space=space_from_gym(env.action_space))
+    finally:
+        env.close()
+    return agent, zoo_configs.make_sb3_model(pair, seed=1)

@@ -22,15 +22,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rlgraph.agents import Agent
 from rlgraph.agents.pg import agent as pg_agent
-from rlgraph.benchmarks import zoo_configs
 from rlgraph.benchmarks.zoo_table import BY_NAME
-from rlgraph.spaces import space_from_gym
+from sb3_peer_helpers import zoo_agent_and_sb3_model
 
 sb3 = pytest.importorskip("stable_baselines3")
 torch = pytest.importorskip("torch")
-gym = pytest.importorskip("gymnasium")
 
 DQN_PAIR, BATCH, STEPS = "dqn/LunarLander-v3", 128, 60
 # rlgraph's dense layers (under the agent's scope) and the SB3 module of each, per algorithm.
@@ -50,14 +47,7 @@ def _models(name, backend, layer_names, **hyperparameters):
     from stable_baselines3.common.logger import configure
     pair = BY_NAME[name]
     pair = dataclasses.replace(pair, hyperparameters=dict(pair.hyperparameters, **hyperparameters))
-    config = zoo_configs.rlgraph_config(pair, backend=backend, seed=1)
-    for key in ("environment_spec", "training_spec", "about"):
-        config.pop(key)
-    env = gym.make(pair.env_id)
-    agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
-                            action_space=space_from_gym(env.action_space))
-    env.close()
-    model = zoo_configs.make_sb3_model(pair, seed=1)
+    agent, model = zoo_agent_and_sb3_model(pair, backend)
     model.set_logger(configure(None, [""]))
     modules = dict(model.policy.named_modules())
     layers = {f"{agent.name}/{ours}": modules[theirs] for ours, theirs in layer_names.items()}

@@ -257,18 +257,10 @@ def test_initial_weights_follow_sb3s_initializers(name):
     # compared as sets of (fan_in, initializer, zero bias), which covers the heads that the two
     # libraries split differently (SAC's mean and log-std: one layer here, two in SB3).
     pytest.importorskip("stable_baselines3")
-    import gymnasium as gym
     import torch
-    from rlgraph.spaces import space_from_gym
-    pair = BY_NAME[name]
-    config = zoo_configs.rlgraph_config(pair, seed=1)
-    for key in ("environment_spec", "training_spec", "about"):
-        config.pop(key)
-    env = gym.make(pair.env_id)
-    agent = Agent.from_spec(config, state_space=space_from_gym(env.observation_space),
-                            action_space=space_from_gym(env.action_space))
-    env.close()
-    model = zoo_configs.make_sb3_model(pair, seed=1)
+
+    from sb3_peer_helpers import zoo_agent_and_sb3_model
+    agent, model = zoo_agent_and_sb3_model(BY_NAME[name])
     try:
         weights = agent.get_weights(sorted(n for n in agent._executor().get_weights()
                                            if n.endswith(("/kernel", "/bias")) and "target" not in n))
