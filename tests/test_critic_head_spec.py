@@ -14,14 +14,18 @@ LAYERS = [{"type": "dense", "units": 5, "activation": "tanh", "scope": "hidden"}
 ACTIONS = FloatBox(low=-1.0, high=1.0, shape=(2,))
 
 
+def _key(cls):
+    """The argument that holds the critic's spec."""
+    return "value_function_spec" if cls is SACAgent else "critic_network_spec"
+
+
 def _make(cls, backend, critic_spec):
-    key = "value_function_spec" if cls is SACAgent else "critic_network_spec"
     return cls(state_space=FloatBox(shape=(3,)), action_space=ACTIONS, network_spec=LAYERS, backend=backend,
                memory_spec={"type": "replay-memory", "capacity": 16}, execution_spec={"seed": 2},
-               **{key: critic_spec})
+               **{_key(cls): critic_spec})
 
 
-# (agent class, the critics' Q units, their default kernel initializer as a check on the values).
+# (agent class, the scopes of its critics' Q units under the agent's.)
 CRITICS = {
     "sac": (SACAgent, ["critics/critic-0/q-head", "critics/critic-1/q-head"]),
     "ddpg": (DDPGAgent, ["critic/q-layer"]),
@@ -63,9 +67,8 @@ def test_a_layer_list_keeps_the_default_q_unit(backend, algo):
 
 
 @pytest.mark.parametrize("algo", sorted(CRITICS))
-def test_an_unknown_key_in_the_dict_form_is_refused(algo):
+def test_an_unknown_key_in_the_dict_form_is_refused(backend, algo):
     cls, _ = CRITICS[algo]
-    key = "value_function_spec" if cls is SACAgent else "critic_network_spec"
     with pytest.raises(RLGraphSpecError, match="unknown key") as info:
-        _make(cls, "pytorch", {"network_spec": LAYERS, "weight_spec": 0.25})
-    assert f"({key})" in str(info.value) and "weight_spec" in str(info.value)
+        _make(cls, backend, {"network_spec": LAYERS, "weight_spec": 0.25})
+    assert f"({_key(cls)})" in str(info.value) and "weight_spec" in str(info.value)

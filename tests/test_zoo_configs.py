@@ -255,7 +255,9 @@ def test_initial_weights_follow_sb3s_initializers(name):
     # Every dense layer of the online networks (targets are copies) drawn as SB3 draws its layer of
     # the same place: torch's default, or orthogonal gains with `ortho_init`. The layers are
     # compared as sets of (fan_in, initializer, zero bias), which covers the heads that the two
-    # libraries split differently (SAC's mean and log-std: one layer here, two in SB3).
+    # libraries split differently (SAC's mean and log-std: one layer here, two in SB3). PyTorch
+    # only: what is checked is the config's initializer specs, which draw in numpy alike on both
+    # backends (tests/test_dense_and_activations.py builds those layers on both).
     pytest.importorskip("stable_baselines3")
     import torch
 

@@ -285,8 +285,9 @@ def _takes_flat_inputs(concrete: Any, signature: list, spaces: list) -> bool:
 def _graph_seed(seed: Any):
     """Traces under the executor's seed: a `tf.function`'s graph takes TF's global seed at trace time
     as its graph-level seed (its random ops' seeds follow from it), so a method traced at its first
-    call draws the same numbers as one traced at build, whatever other agents did in between. The global seed is swapped on the context alone (`tf.random.set_seed` would also reset
-    eager random ops and clear kernel caches) and restored after the trace."""
+    call draws the same numbers as one traced at build, whatever other agents did in between. The
+    global seed is swapped on the context alone (`tf.random.set_seed` would also reset eager random
+    ops and clear kernel caches) and restored after the trace."""
     from tensorflow.python.eager import context
     ctx = context.context()
     if seed is None or not hasattr(ctx, "_seed"):
