@@ -124,8 +124,8 @@ def test_a_name_that_is_not_a_device_is_refused(backend, value):
 
 def test_device_names_read_as_the_original_and_torch_write_them():
     assert [check_device(v, "test") for v in ("auto", "CPU", "cpu:0", "cuda", "cuda:1", "/device:GPU:2", "/cpu:0",
-                                               "/gpu:0", "device:CPU:0")] == \
-        ["auto", "cpu", "cpu", "cuda", "cuda:1", "cuda:2", "cpu", "cuda:0", "cpu"]
+                                               "/gpu:0", "device:CPU:0", "/device:CPU:1", "cpu:2")] == \
+        ["auto", "cpu", "cpu", "cuda", "cuda:1", "cuda:2", "cpu", "cuda:0", "cpu", "cpu:1", "cpu:2"]
 
 
 def test_a_gpu_the_backend_does_not_see_is_refused_not_replaced(backend):
@@ -152,22 +152,20 @@ def test_the_originals_default_device_maps_onto_the_device(backend, caplog):
             _dqn(backend, default_device="/device:GPU:0")
 
 
-def test_a_components_own_device_is_no_placement_and_is_named_in_a_warning(backend, caplog):
-    """The reference's `Component(device=...)` (e.g. "/device:GPU:0" in an original script) builds and runs
-    on the executor's device; the build names the component in one warning. (PyTorch used to fail on
-    the TF1 name when it created the variables.)"""
+def test_a_components_own_device_on_the_executors_device_builds_and_computes(backend):
+    """The reference's `Component(device=...)` naming the executor's device (the TF1 spelling too) is no
+    placement; one naming a GPU the backend does not see is refused, naming the component (placement
+    itself: tests/test_component_devices.py)."""
     from rlgraph.components.layers.nn.dense_layer import DenseLayer
     from rlgraph.tests import ComponentTest
     space = FloatBox(shape=(3,), add_batch_rank=True)
-    with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.graph_executor"):
-        layer = DenseLayer(units=2, device="/device:GPU:7", scope="far-away")
-        test = ComponentTest(layer, input_spaces=dict(inputs=space), backend=backend,
-                             execution_spec={"device": "cpu", "seed": 1})
-    assert "per-component placement is not supported): far-away ('/device:GPU:7')" in caplog.text
-    kernel = test.read_variable_values(layer.variable_registry["far-away/kernel"])
+    layer = DenseLayer(units=2, device="/device:CPU:0", scope="here")
+    test = ComponentTest(layer, input_spaces=dict(inputs=space), backend=backend,
+                         execution_spec={"device": "cpu", "seed": 1})
+    assert test.graph_executor.placements == {}
+    kernel = test.read_variable_values(layer.variable_registry["here/kernel"])
     np.testing.assert_allclose(test.test(("apply", np.ones((1, 3), np.float32))), np.ones((1, 3)) @ kernel, rtol=1e-6)
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="rlgraph.graphs.graph_executor"):
-        ComponentTest(DenseLayer(units=2, device="/device:CPU:0"), input_spaces=dict(inputs=space), backend=backend,
-                      execution_spec={"device": "cpu"})
-    assert "per-component placement" not in caplog.text
+    visible = visible_gpus(backend)
+    with pytest.raises(RLGraphSpecError, match=rf"far-away\(device\): device asks for 'cuda:{visible + 6}'"):
+        ComponentTest(DenseLayer(units=2, device=f"/device:GPU:{visible + 6}", scope="far-away"),
+                      input_spaces=dict(inputs=space), backend=backend, execution_spec={"device": "cpu"})

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the transfers are PyTorch's (the '.[torch]' extra)")
 
-from rlgraph.graphs.torch_transfers import ALIGNMENT, numpy_dtype, to_device, to_host  # noqa: E402
+from rlgraph.graphs.torch_transfers import ALIGNMENT, move_to, numpy_dtype, to_device, to_host  # noqa: E402
 
 Pair = collections.namedtuple("Pair", ["left", "right"])
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
@@ -90,6 +90,30 @@ def test_results_come_back_as_owning_arrays_with_every_byte_in_place(device):
     np.testing.assert_array_equal(result["grad"], [2.0, 2.0, 2.0])
     assert result["text"].tolist() == ["x"] and result["number"] == 3 and result["none"] is None
     assert isinstance(result["c"], Pair)
+
+
+def test_between_devices_data_moves_packed_gradients_flow_and_variables_stay(device):
+    """`move_to` (arguments of a component on another device, rlgraph/graphs/placement.py). On the CPU
+    the target is torch's `meta` device (shapes and dtypes only: it holds no values); with a GPU the
+    values go there and back, every byte in place."""
+    arrays = _arrays(seed=3)
+    target = torch.device("meta") if device == "cpu" else _target(device)
+    weights = torch.nn.Parameter(torch.ones(3))
+    scaled = weights * 2.0  # Carries gradients back to `weights`.
+    already = torch.zeros(2, device=target)
+    nest = dict(_nest([torch.from_numpy(a) for a in arrays]), grad=scaled, variable=weights, there=already,
+                text=np.array(["t"]))
+    moved = move_to(nest, target)
+    assert moved["variable"] is weights and moved["there"] is already and moved["text"] is nest["text"]
+    assert moved["grad"].device.type == target.type and moved["grad"].grad_fn is not None  # (Tensor.to, differentiable.)
+    leaves = [moved["a"], moved["b"][0], *moved["b"][1], moved["c"].left, moved["c"].right["d"], *moved["rest"]]
+    assert [(leaf.dtype, tuple(leaf.shape), leaf.device.type) for leaf in leaves] == \
+        [(torch.from_numpy(a).dtype, a.shape, target.type) for a in arrays]
+    if device == "cuda":
+        for leaf, array in zip(move_to(leaves, torch.device("cpu")), arrays):
+            _same(leaf.numpy(), array)
+        moved["grad"].sum().backward()
+        np.testing.assert_array_equal(weights.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_nests_without_tensors_pass_through():

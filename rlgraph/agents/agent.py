@@ -234,7 +234,7 @@ class Agent(AgentCheckpoints, AgentActing, AgentObserving, Specifiable, metaclas
         options.setdefault("summary_spec", {"summary_regexp": self.summary_spec["summary_regexp"]})
         builder = GraphBuilder(action_space=self.action_space, **options)
         executor_keys = ("seed", "torch_num_threads", "tf_num_threads", "torch_flush_denormal", "tf_trace_at_build",
-                         "device", "compile")
+                         "device", "device_map", "compile")
         executor_spec = {k: v for k, v in self.execution_spec.items() if k in executor_keys and v is not None}
         self.graph_executor = GraphExecutor.from_spec(self.backend, graph_builder=builder,
                                                       execution_spec=executor_spec)

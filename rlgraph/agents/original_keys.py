@@ -3,8 +3,9 @@
 `translate_original_keys` turns them into this version's keys before `specs.check_spec` sees
 them: a key with an equivalent is mapped (`summary_spec.save_steps` -> `summary_interval`,
 `execution_spec.session_config.intra_op_parallelism_threads` -> `tf_num_threads`); a key whose
-machinery is gone (TF1 sessions, monitoring, timelines, per-component device placement) is dropped;
-`default_device` naming a CPU or GPU maps to `execution_spec.device`. Each agent
+machinery is gone (TF1 sessions, monitoring, timelines, device strategies) is dropped;
+`default_device` naming a CPU or GPU maps to `execution_spec.device` (`device_map` is a key of this
+version too: components placed on devices of their own, rlgraph/graphs/placement.py). Each agent
 logs one warning listing both (`warn_original_keys`), so that an old config runs unchanged and
 says what it no longer does. Keys that the original never had are still refused by `check_spec`.
 
@@ -21,8 +22,9 @@ from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
 
-_ONE_DEVICE = ("per-component placement is not supported: the whole agent runs on execution_spec.device "
-               "(\"auto\": a GPU where the backend sees one)")
+_STRATEGY = ("components run on execution_spec.device (\"auto\": a GPU where the backend sees one), or on their "
+             "own device (a component's device, execution_spec.device_map); data-parallel learners are "
+             "execution_spec.num_learners")
 _NO_TRACING = "TF1 timelines and profiler hooks are gone; profile with the TensorFlow or PyTorch profiler"
 
 # execution_spec keys of the original -> why they are dropped. (`session_config` is looked into
@@ -38,8 +40,7 @@ IGNORED_EXECUTION_KEYS: Dict[str, str] = {
     "gpu_spec": "GPU options have no equivalent; execution_spec.device picks the device (gpus_enabled false maps "
                 "to device \"cpu\")",
     "default_device": "only a CPU or GPU name (\"/device:GPU:0\") maps to execution_spec.device",
-    "device_strategy": _ONE_DEVICE,
-    "device_map": _ONE_DEVICE,
+    "device_strategy": _STRATEGY,
     "distributed_spec": "TF1 parameter-server training is gone; distributed runs use Ray (execution_spec.ray_spec, "
                         "docs/distributed.md)",
     "ray_spec": "the distributed executors read it (ApexExecutor, IMPALAExecutor, `rlgraph train`); an agent built "

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from rlgraph.utils.compile_spec import check_compile
-from rlgraph.utils.devices import check_device
+from rlgraph.utils.devices import check_device, check_device_map
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 from rlgraph.utils.specifiable import closest_match
 
@@ -40,6 +40,7 @@ EXECUTION_SPEC_DEFAULTS: Dict[str, Any] = {
     "torch_flush_denormal": True,  # PyTorch: flush subnormal floats to zero (CPU speed; TF does it by default)
     "tf_trace_at_build": False,    # TF: trace every API method's tf.function at build (else at its first call)
     "device": "auto",            # "auto" (a GPU where the backend sees one), "cpu", "cuda", "cuda:N" (utils/devices.py)
+    "device_map": None,          # {component scope: device}: components off execution_spec.device (graphs/placement.py)
     "compile": False,            # compile root API methods: torch.compile / XLA (utils/compile_spec.py)
     "nan_check": "raise",        # NaN/inf in observed data or a loss: "raise", "warn" (log once per field) or "off"
     "num_learners": 1,           # data-parallel learner processes of `rlgraph train` (execution/learners.py)
@@ -251,6 +252,7 @@ def check_execution_spec(spec: Dict[str, Any], owner: str) -> Dict[str, Any]:
     for key in ("torch_flush_denormal", "tf_trace_at_build"):
         spec[key] = check_bool(spec[key], f"execution_spec.{key}", owner)
     spec["device"] = check_device(spec["device"], owner)
+    spec["device_map"] = check_device_map(spec["device_map"], owner)
     spec["compile"] = check_compile(spec["compile"], owner)
     spec["num_learners"] = check_number(spec["num_learners"], "execution_spec.num_learners", owner, low=1,
                                         integer=True, hint="the processes of a data-parallel run (--learners N).")

@@ -31,9 +31,11 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
         *sub_components: Components to add right away. A leading string is taken as `scope`
             (`super().__init__(scope, **kwargs)` as in the custom-component tutorial).
         scope: The local name; the global scope is the parents' scopes joined by "/".
-        device: The reference's per-component device ("cpu", "cuda:0", "/device:CPU:0"). Kept and
-            copied, but not a placement: every variable lives on the executor's
-            `execution_spec.device`, and the build logs a warning for a component that names another.
+        device: The reference's per-component device ("cpu", "cuda", "cuda:N", "auto", or a TF1
+            name such as "/device:CPU:0"); None: the parent's (the root's: the executor's
+            `execution_spec.device`). The component's variables are created there and its graph
+            functions run there, with the copies between devices inserted by the executor
+            (rlgraph/graphs/placement.py).
         trainable: Overrides the `trainable` flag of every variable this component creates
             (None: each variable decides).
         summary_regexp: Only summaries whose name matches this regexp are created.
@@ -48,6 +50,8 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
     # required argument of every must-be-complete API method. "action_space" names the
     # component's `action_space` attribute (else the build's action space).
     input_spaces_needed: Optional[tuple] = None
+    # Set by the executor at build for a component whose device is not the executor's (placement.py).
+    _placement: Any = None
 
     def __init__(self, *sub_components: Any, scope: Optional[str] = None, device: Optional[str] = None,
                  trainable: Optional[bool] = None, summary_regexp: Optional[str] = None,
@@ -245,6 +249,7 @@ class Component(ComponentApisMixin, ComponentVariablesMixin, Specifiable):
 
     def _reset_build_state(self) -> None:
         self.api_method_inputs = {}
+        self._placement = None
         self._init_variable_state()
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ input-complete as spaces arrive (`build_state.py`), then run `check_input_spaces
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Dict, Optional
 
@@ -180,8 +181,10 @@ class GraphBuilder(Specifiable):
             return
         regexp = component.summary_regexp if component.summary_regexp is not None else self.summary_regexp
         spaces = dict(self.states.of(component).spaces)
-        self._check(component, lambda: component.when_input_complete(spaces, self.action_space,
-                                                                     summary_regexp=regexp))
+        placement = component._placement  # (Its variables on its own device: placement.py.)
+        with placement.scope() if placement is not None else contextlib.nullcontext():
+            self._check(component, lambda: component.when_input_complete(spaces, self.action_space,
+                                                                         summary_regexp=regexp))
 
     def _check(self, component, run) -> None:
         start = time.perf_counter()

@@ -23,6 +23,7 @@ from rlgraph.graphs.executor_saving import ExecutorSaving
 from rlgraph.graphs.executor_variables import ExecutorVariables
 from rlgraph.graphs.graph_builder import BuildStats, GraphBuilder
 from rlgraph.graphs.input_checks import make_converter
+from rlgraph.graphs.placement import Placement, component_devices
 from rlgraph.utils.compile_spec import check_compile, compiled_api_methods
 from rlgraph.utils.devices import check_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError, RLGraphSpecError
@@ -67,6 +68,8 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
         self.numpy_rng = np.random.RandomState(np.random.randint(0, 2 ** 31) if seed is None else seed)
         self.root_component = None
         self.device = None  # The backend's device, set at build (execution_spec.device).
+        # Components with a device of their own, by global scope (placement.py), set at build.
+        self.placements: Dict[str, Placement] = {}
         # Root API methods compiled by the backend's compiler (execution_spec.compile), set at build.
         self.compiled_apis: frozenset = frozenset()
         self.compile_status = CompileStatus()  # Per compiled method: compiled or why not (compilation.py).
@@ -113,7 +116,7 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
                                    where=f"{type(self).__name__}(execution_spec.compile.mode)",
                                    expected=list(self.compile_modes), received=repr(compile_spec["mode"]),
                                    hint="TF compiles with XLA, which has no modes; leave the mode out.")
-        _warn_other_component_devices(root_components, str(self.device))
+        self.placements = self._place_components(root_components)
         with self._device_scope():
             stats = self.graph_builder.build(root_components, input_spaces, self.backend)
         prepare_start = time.perf_counter()
@@ -150,6 +153,44 @@ class GraphExecutor(ExecutorVariables, ExecutorSaving, Specifiable, metaclass=ab
     def _device_scope(self) -> Any:
         """Backend hook: the context under which variables are created and API methods run on `self.device`."""
         return contextlib.nullcontext()
+
+    def _place_components(self, root: Any) -> Dict[str, Placement]:
+        """Gives each component whose own device (see `placement.py`) is not the executor's a
+        `Placement`, and where there is one, every other component the placement of the executor's
+        device (its arguments come from other devices too); returns {global scope: placement} of the
+        components off the executor's device."""
+        names = component_devices(root, self.execution_spec.get("device_map"), type(self).__name__)
+        components = root.get_all_sub_components()
+        placements: Dict[str, Placement] = {}
+        by_device: Dict[Any, Placement] = {}
+        for component in components:
+            component._placement = None
+            name = names.get(component)
+            if name is None:
+                continue
+            device = self._resolve_component_device(name, component.global_scope)
+            if device == self.device:
+                continue
+            if device not in by_device:
+                by_device[device] = self._placement(name, device, home=False)
+            component._placement = placements[component.global_scope] = by_device[device]
+        if placements:
+            home = self._placement(str(self.device), self.device, home=True)
+            for component in components:
+                if component._placement is None:
+                    component._placement = home
+        return placements
+
+    def _resolve_component_device(self, name: str, owner: str) -> Any:
+        """Backend hook: the backend's device of a component's checked device `name` (refusing a GPU
+        the backend does not see, naming `owner`)."""
+        return name
+
+    def _placement(self, name: str, device: Any, home: bool) -> Placement:
+        """Backend hook: the `Placement` of backend device `device` (checked name `name`); `home`: the
+        executor's own device (whose context the API calls already run in)."""
+        raise RLGraphError(f"the {self.backend} executor cannot place components on a device of their own",
+                           where=type(self).__name__, received=name)
 
     def _after_build(self) -> None:
         """Backend preparation after the build (e.g. tracing functions)."""
@@ -337,26 +378,6 @@ def _pick(output: Any, keys: Any, name: str) -> Any:
 def executor_for(backend: Optional[str] = None, **kwargs) -> GraphExecutor:
     """A new executor for `backend` (default: `get_backend()`)."""
     return GraphExecutor.from_spec(backend or get_backend(), **kwargs)
-
-
-def _warn_other_component_devices(root: Any, device: str) -> None:
-    """One warning naming the components whose `device` argument (the reference's per-component
-    placement) names another device than the executor's `device` (its backend's name of it): they
-    run on the executor's device."""
-    def normalized(name):
-        try:
-            name = check_device(name, "device")
-        except RLGraphError:
-            return None
-        return "cuda:0" if name == "cuda" else name
-    ours, others = normalized(device), []
-    for component in root.get_all_sub_components():
-        wanted = getattr(component, "device", None)
-        if wanted is not None and normalized(wanted) != ours:
-            others.append(f"{component.global_scope or component.scope} ({wanted!r})")
-    if others:
-        logger.warning("components with a device of their own run on the executor's device %s (execution_spec.device;"
-                       " per-component placement is not supported): %s", device, ", ".join(others))
 
 
 def numpy_structure(output: Any, to_numpy) -> Any:

@@ -13,10 +13,12 @@ import numpy as np
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.compilation import TorchCompiledRun
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
-from rlgraph.graphs.torch_transfers import to_device, to_host
+from rlgraph.graphs.placement import Placement, refuse_variables_elsewhere
+from rlgraph.graphs.torch_transfers import move_to, to_device, to_host
 from rlgraph.utils import torch_random
 from rlgraph.utils.compile_spec import TORCH_MODES, check_compile
 from rlgraph.utils.devices import torch_device
+from rlgraph.utils.decorators import tracing
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
@@ -40,6 +42,7 @@ class PyTorchExecutor(GraphExecutor):
     compile_modes = TORCH_MODES
     _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
     _pin = False  # Whether inputs are staged in pinned host memory (a CUDA device).
+    _gpu_rng = None
     # The executor's own random generators, by device kind ("cpu", "cuda"), current while it runs a
     # call or builds (rlgraph/utils/torch_random.py); None: torch's global one (under compile).
     _generators: Optional[Dict[str, Any]] = None
@@ -64,6 +67,8 @@ class PyTorchExecutor(GraphExecutor):
         self._on_host = device.type == "cpu"
         # Pinned staging memory makes the packed input transfer asynchronous (CUDA only).
         self._pin = device.type == "cuda" and torch.cuda.is_available()
+        # The GPU whose generator state checkpoints keep after the CPU's (None: no GPU in use).
+        self._gpu_rng = device if device.type == "cuda" else None
         self._generators = None
         if not check_compile(self.execution_spec.get("compile", False), type(self).__name__):
             # Without a seed the streams start from torch's global generator (so torch.manual_seed
@@ -86,6 +91,29 @@ class PyTorchExecutor(GraphExecutor):
         scope.enter_context(self.device)
         scope.enter_context(torch_random.using_generators(self._generators))
         return scope
+
+    def _resolve_component_device(self, name: str, owner: str) -> Any:
+        return torch_device(name, owner, key="device")
+
+    def _placement(self, name: str, device: Any, home: bool) -> Placement:
+        import torch
+        if device.type == "cuda" and self._generators is not None and "cuda" not in self._generators:
+            # (Random ops of a component on a GPU draw from a GPU generator of the executor's own.)
+            self._generators["cuda"] = torch.Generator(device).manual_seed(int(self._generators["cpu"].initial_seed()))
+        if device.type == "cuda" and self._gpu_rng is None:
+            self._gpu_rng = device
+
+        def call(body, component, args, kwargs):
+            if tracing.tracer is not None:  # (At build: the arguments' variables checked once.)
+                refuse_variables_elsewhere(component, device, (args, kwargs), _parameters_elsewhere)
+            args = move_to(args, device)
+            if kwargs:
+                kwargs = move_to(kwargs, device)
+            if home:  # (The API call runs in the executor device's context already.)
+                return body(component, *args, **kwargs)
+            with device:
+                return body(component, *args, **kwargs)
+        return Placement(name, device, lambda: device, call)
 
     def _after_build(self) -> None:
         import torch
@@ -163,9 +191,9 @@ class PyTorchExecutor(GraphExecutor):
         import torch
         own = self._generators
         state = (own["cpu"].get_state() if own else torch.get_rng_state()).numpy().copy()
-        if self._on_host:
+        if self._gpu_rng is None:
             return state
-        gpu = own["cuda"].get_state() if own else torch.cuda.get_rng_state(self.device)
+        gpu = own["cuda"].get_state() if own else torch.cuda.get_rng_state(self._gpu_rng)
         return np.concatenate([state, gpu.numpy()])
 
     def _set_backend_rng_state(self, state: Any) -> None:
@@ -178,12 +206,12 @@ class PyTorchExecutor(GraphExecutor):
             own["cpu"].set_state(cpu)
         else:
             torch.set_rng_state(cpu)
-        if not self._on_host and state.size > size:
+        if self._gpu_rng is not None and state.size > size:
             gpu = torch.from_numpy(state[size:].copy())
             if own:
                 own["cuda"].set_state(gpu)
             else:
-                torch.cuda.set_rng_state(gpu, self.device)
+                torch.cuda.set_rng_state(gpu, self._gpu_rng)
 
     def _check_backend_rng_state(self, state: np.ndarray) -> None:
         # The CPU generator's state has one length; a fresh generator takes it as the global one
@@ -194,10 +222,10 @@ class PyTorchExecutor(GraphExecutor):
         if state.ndim != 1 or state.size < expected:
             raise ValueError(f"at least {expected} bytes expected, {state.size} found")
         torch.Generator().set_state(torch.from_numpy(np.array(state[:expected], dtype=np.uint8)))
-        if not self._on_host and state.size > expected:
-            gpu = torch.cuda.get_rng_state(self.device).numel()
+        if self._gpu_rng is not None and state.size > expected:
+            gpu = torch.cuda.get_rng_state(self._gpu_rng).numel()
             if state.size != expected + gpu:
-                raise ValueError(f"{expected} + {gpu} bytes expected on {self.device}, {state.size} found")
+                raise ValueError(f"{expected} + {gpu} bytes expected on {self._gpu_rng}, {state.size} found")
 
     def _save(self, path: str, exclude: frozenset = frozenset()) -> str:
         import torch
@@ -305,6 +333,14 @@ def _digest(state: dict) -> bytes:
         digest.update(f"{key}|{array.dtype}|{array.shape}|".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.digest()
+
+
+def _parameters_elsewhere(value: Any, device: Any) -> Optional[str]:
+    """The device of `value` if it is a variable (a `torch.nn.Parameter`) off `device`, else None."""
+    import torch
+    if isinstance(value, torch.nn.Parameter) and value.device != device:
+        return str(value.device)
+    return None
 
 
 def _torch_to_numpy(value: Any) -> Any:

@@ -15,7 +15,9 @@ import numpy as np
 from rlgraph.backend_system import backend_scope
 from rlgraph.graphs.compilation import is_xla_compile_error, xla_refusal
 from rlgraph.graphs.graph_executor import GraphExecutor, numpy_structure
+from rlgraph.graphs.placement import Placement, refuse_variables_elsewhere
 from rlgraph.spaces import Dict, Space, Tuple
+from rlgraph.utils.decorators import tracing
 from rlgraph.utils.devices import tf_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 from rlgraph.utils.util import convert_dtype
@@ -81,6 +83,27 @@ class TensorFlowExecutor(GraphExecutor):
         # Variables are created, and functions traced, under it (a trace fixes its ops' placement).
         import tensorflow as tf
         return tf.device(self.device)
+
+    def _resolve_component_device(self, name: str, owner: str) -> Any:
+        return tf_device(name, owner, key="device")
+
+    def _placement(self, name: str, device: Any, home: bool) -> Placement:
+        import tensorflow as tf
+        wanted = tf.DeviceSpec.from_string(device)
+
+        def elsewhere(value, _):
+            if isinstance(value, tf.Variable):
+                spec = tf.DeviceSpec.from_string(value.device)
+                if (spec.device_type, spec.device_index or 0) != (wanted.device_type, wanted.device_index or 0):
+                    return value.device
+            return None
+
+        def call(body, component, args, kwargs):
+            if tracing.tracer is not None:  # (At build: the arguments' variables checked once.)
+                refuse_variables_elsewhere(component, device, (args, kwargs), elsewhere)
+            with tf.device(device):  # (TF inserts the copies between devices.)
+                return body(component, *args, **kwargs)
+        return Placement(name, device, lambda: tf.device(device), call)
 
     def _after_build(self) -> None:
         import tensorflow as tf

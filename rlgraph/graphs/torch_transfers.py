@@ -57,6 +57,61 @@ def to_device(structure: Any, device: Any, pin: bool) -> Any:
                     for tensor, offset, size in zip(leaves, offsets, sizes)])
 
 
+def move_to(structure: Any, device: Any) -> Any:
+    """`structure` with every torch tensor leaf that is not on `device` replaced by its copy there:
+    between graph functions of components on different devices (rlgraph/graphs/placement.py).
+
+    Variables (`torch.nn.Parameter`) are never copied: a graph function that updates one in place
+    (an optimizer, a synchronizer) must update the variable, not a copy of it; they pass through as
+    they are (the placed call refuses them at build, see `pytorch_executor.py`). The other leaves
+    that carry gradients (`requires_grad`) move one by one with `Tensor.to`, so that the gradients
+    flow back across the copy. The others move in one packed transfer per source device:
+    from the host through `to_device` (pinned when the target is a GPU), from a device through one
+    byte buffer built there (`to_host`'s packing, with the views made on `device`).
+
+    Args:
+        structure: A nest of dicts, tuples (named ones too) and lists; other leaves pass through.
+        device: The `torch.device` to move to.
+    """
+    import torch
+    parameter = torch.nn.Parameter
+    leaves, rebuild = _flatten(structure, lambda v: isinstance(v, torch.Tensor) and v.device != device and
+                               not isinstance(v, parameter))
+    if not leaves:
+        return structure
+    moved: list = [None] * len(leaves)
+    groups: dict = {}
+    for index, tensor in enumerate(leaves):
+        if tensor.requires_grad:
+            moved[index] = tensor.to(device)
+        else:
+            groups.setdefault(tensor.device, []).append(index)
+    for source, indices in groups.items():
+        tensors = [leaves[i] for i in indices]
+        if source.type == "cpu":
+            pin = device.type == "cuda" and torch.cuda.is_available()
+            copies = to_device(tensors, device, pin)
+        else:
+            copies = _pack_and_move(tensors, device)
+        for index, copy in zip(indices, copies):
+            moved[index] = copy
+    return rebuild(moved)
+
+
+def _pack_and_move(tensors: List[Any], device: Any) -> List[Any]:
+    """Copies of `tensors` (all on one device, no gradients) on `device`, moved as one byte buffer."""
+    import torch
+    sizes = [t.numel() * t.element_size() for t in tensors]
+    offsets, total = _layout(sizes)
+    buffer = torch.empty(total, dtype=torch.uint8, device=tensors[0].device)
+    for tensor, offset, size in zip(tensors, offsets, sizes):
+        if size:
+            buffer[offset:offset + size] = tensor.detach().reshape(-1).view(torch.uint8)
+    moved = buffer.to(device)
+    return [_typed_view(moved, offset, size, tensor.dtype, tensor.shape)
+            for tensor, offset, size in zip(tensors, offsets, sizes)]
+
+
 def to_host(structure: Any, device: Any, to_numpy: Callable[[Any], Any]) -> Any:
     """`structure` as numpy: the torch tensor leaves on `device` come back in one transfer for all of
     them, each as an array that owns its memory; other leaves go through `to_numpy`.

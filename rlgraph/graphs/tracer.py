@@ -13,6 +13,7 @@ from time import perf_counter
 from typing import Any, List, Optional, Set, Tuple
 
 from rlgraph.graphs.op_records import DataOpRecord, PendingInput, PendingRecord, space_of, unpack_records
+from rlgraph.graphs.placement import placed_body, run_graph_fn_body
 from rlgraph.graphs.plans import PlanBuilder
 from rlgraph.spaces import Space
 from rlgraph.spaces.containers import ContainerSpace
@@ -62,7 +63,7 @@ class Tracer:
     # --- Graph functions -------------------------------------------------------------------------
     def call_graph_fn(self, component, info: GraphFnInfo, args: tuple, kwargs: dict) -> Any:
         if self._depth:
-            return info.body(component, *args, **kwargs)  # Part of the calling graph function.
+            return run_graph_fn_body(info.body, component, args, kwargs)  # Part of the calling graph function.
         leaves: list = []
         try:
             values = unpack_records(args, leaves)
@@ -85,8 +86,9 @@ class Tracer:
         start = perf_counter()
         self._depth += 1
         try:
-            output = info.body(component, *values, **kw_values)
-            alt_output = info.body(component, *alt_values, **alt_kw_values)
+            body = placed_body(info.body, component)
+            output = body(component, *values, **kw_values)
+            alt_output = body(component, *alt_values, **alt_kw_values)
         except RLGraphError:
             raise
         except Exception as error:
@@ -99,7 +101,7 @@ class Tracer:
         records = self.trace.wrap_output(output, alt_output, leaves)
         if info.output_space is not None:
             _declare(records, _declared_space(component, info, args, kwargs), component, info)
-        self.plan.add_step(info.body, component, args, kwargs, records)
+        self.plan.add_step(body, component, args, kwargs, records)
         return records
 
     def describe_value_use(self, record: DataOpRecord, operation: str) -> RLGraphBuildError:

@@ -147,7 +147,11 @@ def graph_fn_wrapper(info: GraphFnInfo) -> Callable:
     def wrapper(self, *args, **kwargs):
         tracer = tracing.tracer
         if tracer is None:
-            return body(self, *args, **kwargs)
+            # (A component with a device of its own runs it there: rlgraph/graphs/placement.py.)
+            placement = self._placement
+            if placement is None:
+                return body(self, *args, **kwargs)
+            return placement.call(body, self, args, kwargs)
         return tracer.call_graph_fn(self, info, args, kwargs)
     wrapper.rlgraph_graph_fn = info
     wrapper.rlgraph_graph_fn_body = body
