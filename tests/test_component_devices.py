@@ -150,6 +150,10 @@ def test_pytorch_a_placed_memory_moves_every_argument_and_computes_what_the_unpl
     others = {c._placement.device for c in placed.root_component.get_all_sub_components()
               if c.global_scope != "agent/replay-memory"}
     assert others == {torch.device("cpu")}
+    # Their call-plan steps move nothing at run time where the build saw nothing come from elsewhere
+    # (here: everything is a CPU tensor to torch, so no step of theirs pays for the check).
+    home = next(c._placement for c in placed.root_component.get_all_sub_components() if c._placement.home)
+    assert home.moving == set()
     assert any(moved)  # (The records inserted and the sampled indices came from elsewhere.)
     received, expected = _drive(placed), _drive(Agent.from_spec(_dqn_spec("pytorch")))
     for got, want in zip(_leaves(received), _leaves(expected)):
@@ -174,6 +178,9 @@ def test_pytorch_a_memory_on_the_host_while_the_networks_train_on_the_gpu(tmp_pa
     devices = {k: r.variable.device.type for k, r in agent.graph_executor._records().items()}
     assert {d for k, d in devices.items() if "replay-memory" in k} == {"cpu"}
     assert {d for k, d in devices.items() if "replay-memory" not in k} == {"cuda"}
+    # The sampled batch comes to the GPU: the steps that receive it keep their move.
+    home = next(c._placement for c in agent.root_component.get_all_sub_components() if c._placement.home)
+    assert home.moving
     out = _drive(agent)
     assert all(np.isfinite(leaf).all() for leaf in _leaves(out[1:-1]) if leaf.dtype.kind == "f")
     agent.store_model(str(tmp_path / "ckpt"))

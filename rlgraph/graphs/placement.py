@@ -42,15 +42,24 @@ class Placement:
         device: The backend's device (a `torch.device`, a TF device string).
         scope: fn() -> a context manager under which the component's variables are created.
         call: fn(body, component, args, kwargs) -> `body(component, *args, **kwargs)` run on the device.
+        home: Whether this is the executor's own device (given to the unplaced components once one
+            is placed).
+
+    `moving` holds the (component, graph function body) pairs of a home placement that received
+    arguments from another device at build (the placement's `call` adds them): devices are fixed at
+    build, so only their call-plan steps need the move at run time (`step_body`).
     """
 
-    __slots__ = ("name", "device", "scope", "call")
+    __slots__ = ("name", "device", "scope", "call", "home", "moving")
 
-    def __init__(self, name: str, device: Any, scope: Callable[[], Any], call: Callable[..., Any]):
+    def __init__(self, name: str, device: Any, scope: Callable[[], Any], call: Callable[..., Any],
+                 home: bool = False):
         self.name = name
         self.device = device
         self.scope = scope
         self.call = call
+        self.home = home
+        self.moving: set = set()
 
     def __repr__(self) -> str:
         return f"Placement({self.name!r})"
@@ -107,6 +116,15 @@ def _walk(value: Any, visit: Callable[[Any], None]) -> None:
             _walk(item, visit)
     elif value is not None:
         visit(value)
+
+
+def step_body(body: Callable, component: Any) -> Callable:
+    """The body a call plan's step runs: `placed_body`, except on the executor's own device where the
+    build saw nothing come from elsewhere (there it is `body` itself, and costs nothing)."""
+    placement = component._placement
+    if placement is not None and placement.home and (id(component), body) not in placement.moving:
+        return body
+    return placed_body(body, component)
 
 
 def component_devices(root: Any, device_map: Optional[Dict[str, Any]], owner: str) -> Dict[Any, str]:

@@ -104,16 +104,18 @@ class PyTorchExecutor(GraphExecutor):
             self._gpu_rng = device
 
         def call(body, component, args, kwargs):
-            if tracing.tracer is not None:  # (At build: the arguments' variables checked once.)
+            moved_args = move_to(args, device)
+            moved_kwargs = move_to(kwargs, device) if kwargs else kwargs
+            if tracing.tracer is not None:  # At build: the arguments' variables are checked, and the moves seen.
                 refuse_variables_elsewhere(component, device, (args, kwargs), _parameters_elsewhere)
-            args = move_to(args, device)
-            if kwargs:
-                kwargs = move_to(kwargs, device)
+                if moved_args is not args or moved_kwargs is not kwargs:
+                    placement.moving.add((id(component), body))
             if home:  # (The API call runs in the executor device's context already.)
-                return body(component, *args, **kwargs)
+                return body(component, *moved_args, **moved_kwargs)
             with device:
-                return body(component, *args, **kwargs)
-        return Placement(name, device, lambda: device, call)
+                return body(component, *moved_args, **moved_kwargs)
+        placement = Placement(name, device, lambda: device, call, home=home)
+        return placement
 
     def _after_build(self) -> None:
         import torch

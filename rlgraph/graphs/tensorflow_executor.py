@@ -103,7 +103,7 @@ class TensorFlowExecutor(GraphExecutor):
                 refuse_variables_elsewhere(component, device, (args, kwargs), elsewhere)
             with tf.device(device):  # (TF inserts the copies between devices.)
                 return body(component, *args, **kwargs)
-        return Placement(name, device, lambda: tf.device(device), call)
+        return Placement(name, device, lambda: tf.device(device), call, home=home)
 
     def _after_build(self) -> None:
         import tensorflow as tf

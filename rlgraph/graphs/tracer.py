@@ -13,7 +13,7 @@ from time import perf_counter
 from typing import Any, List, Optional, Set, Tuple
 
 from rlgraph.graphs.op_records import DataOpRecord, PendingInput, PendingRecord, space_of, unpack_records
-from rlgraph.graphs.placement import placed_body, run_graph_fn_body
+from rlgraph.graphs.placement import placed_body, run_graph_fn_body, step_body
 from rlgraph.graphs.plans import PlanBuilder
 from rlgraph.spaces import Space
 from rlgraph.spaces.containers import ContainerSpace
@@ -101,7 +101,7 @@ class Tracer:
         records = self.trace.wrap_output(output, alt_output, leaves)
         if info.output_space is not None:
             _declare(records, _declared_space(component, info, args, kwargs), component, info)
-        self.plan.add_step(body, component, args, kwargs, records)
+        self.plan.add_step(step_body(info.body, component), component, args, kwargs, records)
         return records
 
     def describe_value_use(self, record: DataOpRecord, operation: str) -> RLGraphBuildError:
