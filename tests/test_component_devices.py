@@ -217,6 +217,11 @@ _TF_SCRIPT = textwrap.dedent("""
                for api in ("insert_records", "update_from_memory", "get_actions")}
         report[name] = dict(equal=len(out) == len(base) and all(np.array_equal(a, b) for a, b in zip(out, base)),
                             placements=sorted(executor.placements), on_second=on_second, ops=ops)
+    compiled = Agent.from_spec(_dqn_spec("tf", memory_device="cpu:1", compile=True))
+    report["xla"] = dict(equal=all(np.allclose(a, b, rtol=1e-5, atol=1e-6)
+                                   for a, b in zip(_leaves(_drive(compiled)), base)),
+                         status={api: entry["compiled"] for api, entry in compiled.graph_executor.compile_status.items()},
+                         reason=compiled.graph_executor.compile_status["update_from_memory"]["reason"])
     print("REPORT" + json.dumps(report))
 """)
 
@@ -259,3 +264,11 @@ def test_tf_a_policy_and_its_optimizer_on_a_second_device_learn_what_one_device_
 def test_tf_an_optimizer_away_from_the_variables_it_updates_is_refused_naming_it(tf_two_devices):
     assert tf_two_devices["refused"].startswith("RLGraphSpecError: agent/adam-optimizer(device): a graph function "
                                                 "of this component (on /CPU:0) receives variables that live on")
+
+
+def test_tf_with_placed_components_xla_is_off_with_the_reason(tf_two_devices):
+    """XLA compiles a function for one device (and refuses variables elsewhere): `compile` runs every
+    method uncompiled, saying why, and the agent computes what it computes without placement."""
+    report = tf_two_devices["xla"]
+    assert report["equal"] and report["status"] and not any(report["status"].values())
+    assert report["reason"] == "XLA compiles for one device, and components live on others (agent/replay-memory)"

@@ -127,6 +127,12 @@ class TensorFlowExecutor(GraphExecutor):
             self._signatures[api] = [tensor_spec(space) for _, space in args]
             if api in self._xla:
                 self.compile_status.add(api)
+                if self.placements:  # (XLA compiles for one device and refuses variables elsewhere.)
+                    self._xla.discard(api)
+                    self._xla_untimed.discard(api)
+                    self.compile_status.refuse(api, f"XLA compiles for one device, and components live on "
+                                                    f"others ({', '.join(sorted(self.placements))})",
+                                               f"{self._where()}.{api}")
             self.functions[api] = self._function(api)
         self.module.api_functions = dict(self.functions)
         self._checkpoint = tf.train.Checkpoint(model=self.module)
