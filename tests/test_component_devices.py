@@ -160,6 +160,39 @@ def test_pytorch_a_placed_memory_moves_every_argument_and_computes_what_the_unpl
         np.testing.assert_array_equal(got, want)
 
 
+CONTINUOUS = {name: (f"configs/{name}_pendulum.json", ["update_spec.steps_before_update=32", "update_spec.batch_size=16",
+                                                       "observe_spec.buffer_size=16", "execution_spec.device=cpu"])
+              for name in ("sac", "ddpg", "td3")}
+
+
+def _worker_weights(name, backend, memory_device):
+    from rlgraph.execution.run_config import make_agent_and_env, resolve_config
+    from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
+    path, overrides = CONTINUOUS[name]
+    extra = [f"memory_spec.device={memory_device}"] if memory_device else []
+    agent, env_spec = make_agent_and_env(resolve_config(path, backend=backend, seed=3, overrides=overrides + extra))
+    worker = SingleThreadedWorker(agent, env_spec, seed=3)
+    worker.execute_timesteps(120)
+    worker.vector_env.terminate()
+    return agent.graph_executor.get_weights(), sorted(agent.graph_executor.placements)
+
+
+@pytest.mark.parametrize("name", sorted(CONTINUOUS))
+def test_pytorch_a_placed_memory_learns_what_the_unplaced_one_does_in_every_off_policy_agent(name, monkeypatch):
+    """SAC, DDPG, TD3 from their shipped configs through the training worker, memory moved as above."""
+    import torch
+
+    from rlgraph.graphs import pytorch_executor
+    expected, _ = _worker_weights(name, "pytorch", None)
+    monkeypatch.setattr(pytorch_executor.PyTorchExecutor, "_resolve_component_device",
+                        lambda self, name, owner: torch.device("cpu", 0))
+    received, placements = _worker_weights(name, "pytorch", "cpu")
+    assert placements == ["agent/replay-memory"]
+    assert sorted(received) == sorted(expected)
+    for key in expected:
+        np.testing.assert_array_equal(received[key], expected[key], err_msg=key)
+
+
 def test_pytorch_variables_are_never_copied_to_a_placed_component(monkeypatch):
     """An optimizer placed away from the network it trains would update copies of the weights: refused
     at build, naming the optimizer."""
@@ -217,6 +250,11 @@ _TF_SCRIPT = textwrap.dedent("""
                for api in ("insert_records", "update_from_memory", "get_actions")}
         report[name] = dict(equal=len(out) == len(base) and all(np.array_equal(a, b) for a, b in zip(out, base)),
                             placements=sorted(executor.placements), on_second=on_second, ops=ops)
+    from test_component_devices import _worker_weights
+    expected, _ = _worker_weights("sac", "tf", None)
+    received, placements = _worker_weights("sac", "tf", "cpu:1")
+    report["sac"] = dict(equal=sorted(received) == sorted(expected) and
+                         all(np.array_equal(received[k], expected[k]) for k in expected), placements=placements)
     compiled = Agent.from_spec(_dqn_spec("tf", memory_device="cpu:1", compile=True))
     report["xla"] = dict(equal=all(np.allclose(a, b, rtol=1e-5, atol=1e-6)
                                    for a, b in zip(_leaves(_drive(compiled)), base)),
@@ -266,9 +304,33 @@ def test_tf_an_optimizer_away_from_the_variables_it_updates_is_refused_naming_it
                                                 "of this component (on /CPU:0) receives variables that live on")
 
 
+def test_tf_sac_with_its_memory_on_a_second_device_learns_what_one_device_does(tf_two_devices):
+    assert tf_two_devices["sac"] == {"equal": True, "placements": ["agent/replay-memory"]}
+
+
 def test_tf_with_placed_components_xla_is_off_with_the_reason(tf_two_devices):
     """XLA compiles a function for one device (and refuses variables elsewhere): `compile` runs every
     method uncompiled, saying why, and the agent computes what it computes without placement."""
     report = tf_two_devices["xla"]
     assert report["equal"] and report["status"] and not any(report["status"].values())
     assert report["reason"] == "XLA compiles for one device, and components live on others (agent/replay-memory)"
+
+
+# --- Memories kept in host memory ----------------------------------------------------------------------
+@pytest.mark.parametrize("memory", [{"type": "mem-prioritized-replay", "capacity": 64},
+                                    {"type": "frame-replay", "capacity": 64}, None])
+def test_a_memory_kept_in_host_memory_takes_the_cpu_as_its_device_and_refuses_a_gpu(backend, memory):
+    """Numpy memories (and the on-policy rollout, `memory` None: a PPO agent) live in host memory:
+    `memory_spec.device` "cpu" (any spelling) is what they do, anything else is refused, naming the key."""
+    def make(device):
+        if memory is None:
+            return Agent.from_spec(dict(type="ppo", state_space=FloatBox(shape=(4,)), action_space=IntBox(2),
+                                        backend=backend, network_spec=NET, memory_spec={"device": device},
+                                        execution_spec={"device": "cpu"}))
+        spec = _dqn_spec(backend)
+        spec["memory_spec"] = dict(memory, device=device)
+        return Agent.from_spec(spec)
+    assert make("/device:CPU:0").graph_executor.placements == {}
+    with pytest.raises(RLGraphSpecError, match=r"\(memory_spec\.device\): .* is kept in host memory \(numpy arrays\): "
+                                               r"memory_spec\.device can only be the CPU"):
+        make("cuda")

@@ -38,6 +38,7 @@ from rlgraph.components.memories.memory_size import check_memory_size, format_by
 from rlgraph.components.memories.prioritized_replay import PrioritizedReplay
 from rlgraph.components.memories.replay_memory import ReplayMemory
 from rlgraph.spaces import BoxSpace, FloatBox, IntBox
+from rlgraph.utils.devices import check_host_memory_device
 from rlgraph.utils.rlgraph_errors import RLGraphSpecError
 
 logger = logging.getLogger(__name__)
@@ -238,6 +239,7 @@ def make_replay(memory_spec: dict, seed: Optional[int], executor: Callable[[], A
     if memory_type in PYTHON_MEMORY_TYPES or memory_type in FRAME_MEMORY_TYPES:
         frames = memory_type in FRAME_MEMORY_TYPES
         spec.pop("type")
+        spec = check_host_memory_device(spec, owner, f"a {memory_type!r} memory")
         spec = check_spec(spec, dict.fromkeys(FRAME_MEMORY_KEYS if frames else PYTHON_MEMORY_KEYS), "memory_spec",
                           owner)
         spec = {k: v for k, v in spec.items() if v is not None}

@@ -17,8 +17,8 @@ placement of the executor's device, so that what comes to it from a placed compo
 Variables are never copied: a component that reads or updates another's variables (an optimizer,
 a synchronizer) must be on their device, which the build checks (`refuse_variables_elsewhere`).
 
-An agent without placed components has no placement anywhere and pays nothing for this. The typical use is
-a big replay memory kept in host memory while the networks train on a GPU
+An agent without placed components has no placement anywhere and pays nothing for this. The typical
+use is a big replay memory kept in host memory while the networks train on a GPU
 (`memory_spec: {"device": "cpu", ...}` with `execution_spec.device: "cuda"`).
 
 Device names are checked as `execution_spec.device`'s ("cpu", "cuda", "cuda:N", "auto", and the
@@ -141,12 +141,12 @@ def component_devices(root: Any, device_map: Optional[Dict[str, Any]], owner: st
     used = set()
     own: Dict[Any, Optional[str]] = {}
     for component in components:
+        key = next((k for k in (component.global_scope, component.scope) if k in wanted), None)
         name = None
-        for key in (component.global_scope, component.scope):
-            if key in wanted:
-                name, _ = wanted[key], used.add(key)
-                break
-        if name is None and component.device is not None:
+        if key is not None:
+            name = wanted[key]
+            used.add(key)
+        elif component.device is not None:
             name = check_device(component.device, component.global_scope or component.scope, key="device")
         own[component] = name
     unknown = sorted(set(wanted) - used)

@@ -73,6 +73,25 @@ def check_device_map(device_map: Any, owner: str) -> Optional[Dict[str, str]]:
     return {key: check_device(value, owner, key=f"{DEVICE_MAP_KEY}[{key!r}]") for key, value in device_map.items()}
 
 
+def check_host_memory_device(spec: Dict[str, Any], owner: str, what: str) -> Dict[str, Any]:
+    """`spec` (a memory spec) without its "device" key, for memories kept in host memory as numpy
+    arrays (`what` names it): there `memory_spec.device` can only name the CPU.
+
+    Raises:
+        RLGraphSpecError: For a device that is not one, or not the CPU, naming `memory_spec.device`.
+    """
+    if "device" not in spec:
+        return spec
+    spec = dict(spec)
+    name = check_device(spec.pop("device"), owner, key="memory_spec.device")
+    if name != "cpu":
+        raise RLGraphSpecError(f"{what} is kept in host memory (numpy arrays): memory_spec.device can only be the CPU",
+                               where=f"{owner}(memory_spec.device)", expected='"cpu"', received=repr(name),
+                               hint="the in-graph replay memories of off-policy agents (\"replay-memory\", "
+                                    "\"prioritized-replay\") can live on a GPU.")
+    return spec
+
+
 def parse_device(name: str) -> Tuple[str, Optional[int]]:
     """("auto" | "cpu" | "cuda", device index or None) of a checked device name."""
     kind, _, index = name.partition(":")

@@ -17,6 +17,7 @@ from rlgraph.components.common.time_dependent_parameters import TimeDependentPar
 from rlgraph.components.component import Component
 from rlgraph.components.neural_networks.value_function import ValueFunction
 from rlgraph.components.policies.policy import Policy
+from rlgraph.utils.devices import check_host_memory_device
 from rlgraph.utils.nest import flatten_op, unflatten_op
 from rlgraph.utils.rlgraph_errors import RLGraphError, RLGraphSpecError
 from rlgraph.utils.specifiable import construct
@@ -306,6 +307,7 @@ def _rollout_capacity(memory_spec: Optional[dict], owner: str) -> Optional[int]:
     if not isinstance(memory_spec, dict):
         raise RLGraphSpecError("memory_spec must be a dict", where=f"{owner}(memory_spec)",
                                expected='{"type": "ring-buffer", "capacity": N}', received=repr(memory_spec))
+    memory_spec = check_host_memory_device(memory_spec, owner, "the rollout of an on-policy agent")
     unknown = sorted(set(memory_spec) - {"type", "capacity"})
     type_ = str(memory_spec.get("type", "ring-buffer"))
     if type_ not in MEMORY_TYPES or unknown:
