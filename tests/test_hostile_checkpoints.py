@@ -101,10 +101,11 @@ def test_unlisted_or_listed_fifo_is_refused_without_blocking(tmp_path, backend):
     done = threading.Event()
 
     def release():
-        while not done.wait(0.05):
+        released = False
+        while not released and not done.wait(0.05):
             try:
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-                return
+                released = True
             except OSError:
                 pass
     thread = threading.Thread(target=release, daemon=True)
