@@ -42,7 +42,7 @@ def _dqn_spec(backend, memory_device=None, **execution):
         memory["device"] = memory_device
     return dict(type="dqn", state_space=FloatBox(shape=(4,)), action_space=IntBox(3), backend=backend,
                 network_spec=NET, memory_spec=memory, observe_spec={"buffer_size": 8},
-                update_spec={"batch_size": 8}, execution_spec=dict(seed=5, device="cpu", **execution))
+                update_spec={"batch_size": 8}, execution_spec={"seed": 5, "device": "cpu", **execution})
 
 
 def _drive(agent, steps=40):
