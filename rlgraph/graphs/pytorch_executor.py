@@ -17,8 +17,8 @@ from rlgraph.graphs.placement import Placement, refuse_variables_elsewhere
 from rlgraph.graphs.torch_transfers import move_to, to_device, to_host
 from rlgraph.utils import torch_random
 from rlgraph.utils.compile_spec import TORCH_MODES, check_compile
-from rlgraph.utils.devices import torch_device
 from rlgraph.utils.decorators import tracing
+from rlgraph.utils.devices import torch_device
 from rlgraph.utils.rlgraph_errors import RLGraphCheckpointError, RLGraphError
 
 
@@ -42,7 +42,7 @@ class PyTorchExecutor(GraphExecutor):
     compile_modes = TORCH_MODES
     _on_host = True  # Whether `self.device` is the CPU (then calls skip the device context and transfers).
     _pin = False  # Whether inputs are staged in pinned host memory (a CUDA device).
-    _gpu_rng = None
+    _gpu_rng = None  # The GPU whose generator state checkpoints keep (set with the device and placements).
     # The executor's own random generators, by device kind ("cpu", "cuda"), current while it runs a
     # call or builds (rlgraph/utils/torch_random.py); None: torch's global one (under compile).
     _generators: Optional[Dict[str, Any]] = None
