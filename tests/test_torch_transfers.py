@@ -166,3 +166,41 @@ def _leaves(nest):
             yield from _leaves(item)
     else:
         yield nest
+
+
+def test_staging_stays_on_the_host_under_another_devices_context():
+    """A placed component's call moves its host arguments while its GPU's device context is current
+    (the default device of torch.empty): the staging buffer is still made on the host. The meta
+    device stands in for the GPU on a CPU-only machine."""
+    values = [torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.tensor([True, False])]
+    with torch.device("meta"):
+        moved = to_device(values, torch.device("cpu", 0), pin=False)
+    for value, copy in zip(values, moved):
+        assert copy.device.type == "cpu" and torch.equal(copy, value)
+
+
+def test_trace_inputs_are_made_on_the_device_the_build_runs_under():
+    """The build traces under the executor's device context, where the variables are made: its zero
+    inputs must be made there too (on a GPU they were made on the host, and every PyTorch agent
+    failed to build with "Expected all tensors to be on the same device")."""
+    from rlgraph.graphs.trace_data import TraceBackend
+    from rlgraph.spaces import FloatBox, IntBox
+    trace = TraceBackend("pytorch")
+    with torch.device("meta"):
+        records = [trace.zero_records(FloatBox(shape=(3,), add_batch_rank=True)),
+                   trace.zero_records(IntBox(4, shape=(2,), add_batch_rank=True))]
+    for record in records:
+        assert record.value.device.type == "meta" and record.alt.device.type == "meta"
+    on_host = trace.zero_records(FloatBox(shape=(3,), add_batch_rank=True))
+    assert on_host.value.device.type == "cpu" and torch.equal(on_host.value, torch.zeros(on_host.value.shape))
+
+
+def test_results_that_are_slices_come_back_whole():
+    """Results that are strided views of one tensor (a dueling head's value and advantage columns,
+    `x[:, :1]` and `x[:, 1:]`) are packed as their elements, not their storage (on a GPU the byte view
+    of such a slice failed)."""
+    x = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    structure = {"value": x[:, :1], "advantages": x[:, 1:], "transposed": x.t(), "scalar": x[1, 2]}
+    arrays = to_host(structure, torch.device("cpu"), lambda v: v)
+    for key, view in structure.items():
+        _same(arrays[key], view.numpy().copy())

@@ -47,7 +47,8 @@ def to_device(structure: Any, device: Any, pin: bool) -> Any:
         return structure
     sizes = [t.numel() * t.element_size() for t in leaves]
     offsets, total = _layout(sizes)
-    buffer = torch.empty(total, dtype=torch.uint8, pin_memory=pin)
+    # (On the host by name: a placed call runs this under its GPU's device context, the default of torch.empty.)
+    buffer = torch.empty(total, dtype=torch.uint8, device="cpu", pin_memory=pin)
     host = buffer.numpy()
     for tensor, offset, size in zip(leaves, offsets, sizes):
         if size:
@@ -106,7 +107,7 @@ def _pack_and_move(tensors: List[Any], device: Any) -> List[Any]:
     buffer = torch.empty(total, dtype=torch.uint8, device=tensors[0].device)
     for tensor, offset, size in zip(tensors, offsets, sizes):
         if size:
-            buffer[offset:offset + size] = tensor.detach().reshape(-1).view(torch.uint8)
+            buffer[offset:offset + size] = _bytes_of(tensor)
     moved = buffer.to(device)
     return [_typed_view(moved, offset, size, tensor.dtype, tensor.shape)
             for tensor, offset, size in zip(tensors, offsets, sizes)]
@@ -125,7 +126,7 @@ def to_host(structure: Any, device: Any, to_numpy: Callable[[Any], Any]) -> Any:
     leaves, rebuild = _flatten(structure, lambda v: isinstance(v, torch.Tensor) and v.device == device)
     if not leaves:
         return numpy_structure(structure, to_numpy)
-    parts = [t.detach().reshape(-1).view(torch.uint8) for t in leaves]
+    parts = [_bytes_of(t) for t in leaves]
     packed = (parts[0] if len(parts) == 1 else torch.cat(parts)).cpu().numpy()
     arrays, offset = [], 0
     for tensor, part in zip(leaves, parts):
@@ -141,11 +142,19 @@ def numpy_dtype(dtype: Any) -> np.dtype:
     found = _NUMPY_DTYPES.get(dtype)
     if found is None:
         import torch
-        found = _NUMPY_DTYPES[dtype] = torch.empty(0, dtype=dtype).numpy().dtype
+        found = _NUMPY_DTYPES[dtype] = torch.empty(0, dtype=dtype, device="cpu").numpy().dtype
     return found
 
 
 _NUMPY_DTYPES: dict = {}
+
+
+def _bytes_of(tensor: Any) -> Any:
+    """`tensor`'s elements as a flat uint8 tensor on its device: a view where it is contiguous, else
+    a contiguous copy (a slice such as `x[:, :1]` has a last stride other than 1, which a byte view
+    of a wider dtype cannot have)."""
+    import torch
+    return tensor.detach().contiguous().view(-1).view(torch.uint8)
 
 
 def _layout(sizes: List[int]) -> Tuple[List[int], int]:

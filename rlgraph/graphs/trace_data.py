@@ -123,7 +123,9 @@ class TraceBackend:
         if array.dtype.kind in "USO":
             # PyTorch has no string tensors: text stays a numpy string array on this backend.
             return np.array(array, copy=True)
-        return self._torch.from_numpy(np.array(array, copy=True, order="C"))
+        # as_tensor (unlike from_numpy) makes it on the current default device: the build runs under
+        # the executor's device context, where the variables are made too (a GPU's trace inputs on the GPU).
+        return self._torch.as_tensor(np.array(array, copy=True, order="C"))
 
     def wrap_output(self, output: Any, alt_output: Any, input_records: list) -> Any:
         """Wraps a graph function's two results into records with inferred spaces.
