@@ -6,6 +6,7 @@ import pytest
 from sb3_peer_helpers import needs_sb3
 
 from rlgraph.benchmarks import BENCHMARKS, atari
+from rlgraph.utils.rlgraph_errors import RLGraphError
 from rlgraph.utils.specifiable import load_spec_file
 
 needs_atari = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("ale_py", "cv2")),
@@ -38,7 +39,18 @@ def test_a_tiny_run_times_rlgraph_and_sb3_with_the_same_updates(tmp_path):
     assert runs["sb3-subproc"]["env_steps"] == 32 and runs["rlgraph-sync"]["env_steps"] == 34
     assert runs["rlgraph-sync"]["num_updates"] == runs["sb3-subproc"]["num_updates"] == 4
     assert all(run["steps_per_s"] > 0 and run["ratio_vs_sb3"] is None for run in runs.values())  # (No sb3-dummy.)
-    assert json.loads(out.read_text())["steps"] == 32
+    written = json.loads(out.read_text())
+    assert written["steps"] == 32 and written["device"] == "cpu"
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu:1", "tpu"])
+def test_a_device_that_is_not_one_for_both_libraries_is_refused_before_any_run(device, tmp_path, monkeypatch):
+    """Both libraries' networks run on --device: "auto" (which could differ between them), a logical
+    CPU (SB3 has none) and a name of no device are refused, naming the option, before a contender runs."""
+    monkeypatch.setattr(atari, "run_isolated", lambda *args: pytest.fail("a contender ran"))
+    with pytest.raises(RLGraphError, match=r"--device") as error:
+        atari.main(["--device", device, "--contenders", "rlgraph-sync", "--out", str(tmp_path / "x.json")])
+    assert repr(device) in str(error.value) or device in str(error.value)
 
 
 @needs_sb3

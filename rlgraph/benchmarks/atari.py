@@ -1,6 +1,8 @@
 """Atari throughput: env steps/s of PPO and DQN on Pong, end to end (acting and learning), rlgraph
 against Stable-Baselines3 with the same hyperparameters and the same number of envs, in one run.
 
+Both libraries' networks run on `--device` (default the CPU; "cuda" on a GPU machine).
+
 PPO contenders (each in a process of its own, one after another, `run_isolated`):
 
 - `rlgraph-sync`: the PPO of configs/ppo_pong.json (8 envs x 128 steps, 4 epochs of 256-row
@@ -37,6 +39,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from rlgraph.benchmarks.common import failed, format_table, make_parser, run_isolated, write_results
+from rlgraph.utils.devices import check_device
 from rlgraph.utils.rlgraph_errors import RLGraphError
 
 SEED = 1
@@ -81,7 +84,7 @@ def _row(name: str, steps: int, wall: float, update_s: float, updates: int) -> d
             "update_s": update_s, "num_updates": updates}
 
 
-def run_rlgraph(config_path: str, vectorization: str, steps: int, threads: int) -> dict:
+def run_rlgraph(config_path: str, vectorization: str, steps: int, threads: int, device: str = "cpu") -> dict:
     """Builds the agent and its envs (untimed), then times the worker's `execute_timesteps(steps + n_envs)`:
     each env's last transition of a rollout is observed after the next step (see `PPOAgent`), so
     the update of the k-th rollout comes n_envs steps after SB3's; both then do the same updates."""
@@ -89,7 +92,7 @@ def run_rlgraph(config_path: str, vectorization: str, steps: int, threads: int) 
     from rlgraph.execution.training import make_agent_and_env, resolve_config, training_envs
     config = resolve_config(config_path, backend="pytorch", num_timesteps=steps, seed=SEED, overrides=[
         f'training_spec.vectorization="{vectorization}"', f"execution_spec.torch_num_threads={threads}",
-        'execution_spec.device="cpu"'])  # (SB3's PPO runs on the CPU here too.)
+        f'execution_spec.device="{device}"'])  # (SB3's PPO runs on the same device.)
     spec = config["training_spec"]
     agent, env_spec = make_agent_and_env(config)
     worker = SingleThreadedWorker(agent, training_envs(env_spec, spec, SEED),
@@ -115,7 +118,7 @@ def make_sb3_pong(**kwargs: Any) -> Any:
     return gym.make(SB3_ENV_ID, **kwargs)
 
 
-def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
+def run_sb3(config_path: str, vec_env: str, steps: int, threads: int, device: str = "cpu") -> dict:
     """SB3's PPO with `config`'s hyperparameters (`ppo_hyperparameters`) on its own Atari envs, built
     untimed; times `model.learn(steps)` (the time in updates is that of `model.train()`)."""
     from rlgraph.benchmarks.sb3_peer import require_sb3, timed_learn
@@ -134,7 +137,7 @@ def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
                     gamma=hp["gamma"], gae_lambda=hp["gae_lambda"], clip_range=hp["clip_range"],
                     clip_range_vf=hp["clip_range_vf"], ent_coef=hp["ent_coef"], vf_coef=hp["vf_coef"],
                     learning_rate=linear(hp["learning_rate"]), max_grad_norm=hp["max_grad_norm"],
-                    policy_kwargs={"optimizer_kwargs": {"eps": hp["adam_epsilon"]}}, seed=SEED, device="cpu",
+                    policy_kwargs={"optimizer_kwargs": {"eps": hp["adam_epsilon"]}}, seed=SEED, device=device,
                     verbose=0)
     try:
         wall, _, update_s = timed_learn(model, steps, threads, False)
@@ -144,7 +147,7 @@ def run_sb3(config_path: str, vec_env: str, steps: int, threads: int) -> dict:
     return _row(f"sb3-{vec_env}", int(model.num_timesteps), wall, update_s, int(model._n_updates) * per_epoch)
 
 
-def run_dqn_rlgraph(config_path: str, steps: int, threads: int) -> dict:
+def run_dqn_rlgraph(config_path: str, steps: int, threads: int, device: str = "cpu") -> dict:
     """rlgraph's DQN of `config_path` with `DQN_AS_SB3` on one env: built untimed, then
     `execute_timesteps(steps)` timed."""
     from rlgraph.execution.single_threaded_worker import SingleThreadedWorker
@@ -152,7 +155,7 @@ def run_dqn_rlgraph(config_path: str, steps: int, threads: int) -> dict:
     from rlgraph.utils.specifiable import load_spec_file
     config = dict(load_spec_file(config_path), **DQN_AS_SB3)
     config["policy_spec"] = None
-    config["execution_spec"] = dict(config.get("execution_spec", {}), torch_num_threads=threads, device="cpu")
+    config["execution_spec"] = dict(config.get("execution_spec", {}), torch_num_threads=threads, device=device)
     config["training_spec"] = dict(config["training_spec"], num_environments=1)
     config = resolve_config(config, backend="pytorch", num_timesteps=steps, seed=SEED)
     agent, env_spec = make_agent_and_env(config)
@@ -168,7 +171,7 @@ def run_dqn_rlgraph(config_path: str, steps: int, threads: int) -> dict:
     return row
 
 
-def run_dqn_sb3(config_path: str, steps: int, threads: int) -> dict:
+def run_dqn_sb3(config_path: str, steps: int, threads: int, device: str = "cpu") -> dict:
     """SB3's DQN with `DQN_AS_SB3`'s settings (its exploration: `config_path`'s linear decay) on one
     `make_atari_env` env with 4 stacked frames; built untimed, `model.learn(steps)` timed."""
     from rlgraph.benchmarks.sb3_peer import require_sb3, timed_learn
@@ -186,7 +189,7 @@ def run_dqn_sb3(config_path: str, steps: int, threads: int) -> dict:
                     gradient_steps=update["update_steps"], target_update_interval=update["sync_interval"],
                     exploration_fraction=decay["stop_percentage"], exploration_initial_eps=decay["from"],
                     exploration_final_eps=decay["to"], max_grad_norm=config["optimizer_spec"]["clip_grad_norm"],
-                    optimize_memory_usage=False, seed=SEED, device="cpu", verbose=0)
+                    optimize_memory_usage=False, seed=SEED, device=device, verbose=0)
     try:
         wall, _, update_s = timed_learn(model, steps, threads, False)
     finally:
@@ -202,10 +205,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
                         help=f"DQN env steps per contender (default 5000; quick 1500; learning from step "
                              f"{DQN_LEARNING_STARTS})")
     parser.add_argument("--threads", type=int, default=1, help="the backend's intra-op threads (default 1)")
+    parser.add_argument("--device", default="cpu",
+                        help='where both libraries\' networks run: "cpu" (default), "cuda", "cuda:N"')
     parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
     parser.add_argument("--config", default=CONFIG_FILE, help="the PPO config (default: configs/ppo_pong.json)")
     parser.add_argument("--dqn-config", default=DQN_CONFIG_FILE, help="the DQN config (default: configs/dqn_pong.json)")
     args = parser.parse_args(argv)
+    device = check_device(args.device, "benchmark atari", key="--device")
+    if device == "auto" or device.startswith("cpu:"):
+        raise RLGraphError("--device must name the CPU or one GPU, the same for both libraries",
+                           where="benchmark atari(--device)", expected='"cpu", "cuda" or "cuda:N"', received=args.device)
     steps = {"ppo": args.steps or (2048 if args.quick else 10240),
              "dqn": args.dqn_steps or (1500 if args.quick else 5000)}
     configs = {"ppo": args.config, "dqn": args.dqn_config}
@@ -223,7 +232,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         else:
             library, kind = name.split("-", 1)
             fn, call_args = (run_rlgraph if library == "rlgraph" else run_sb3), (kind,)
-        result = run_isolated(fn, configs[algo], *call_args, steps[algo], args.threads)
+        result = run_isolated(fn, configs[algo], *call_args, steps[algo], args.threads, device)
         rows.append(dict(result, contender=name) if failed(result) else dict(result, algo=algo))
         print(f"{name}: " + (result["error"] if failed(result) else f"{result['steps_per_s']:.1f} env steps/s"),
               flush=True)
@@ -234,10 +243,12 @@ def main(argv: Optional[List[str]] = None) -> dict:
     table = [[row["contender"], f"{row['steps_per_s']:.1f}", f"{row['update_s']:.1f}", f"{row['wall_s']:.1f}",
               row["num_updates"], "-" if row["ratio_vs_sb3"] is None else f"{row['ratio_vs_sb3']:.2f}x"]
              if not failed(row) else [row["contender"], row["error"], "", "", "", ""] for row in rows]
-    print(f"Pong: PPO {steps['ppo']} / DQN {steps['dqn']} env steps per contender, {args.threads} thread(s); "
+    print(f"Pong: PPO {steps['ppo']} / DQN {steps['dqn']} env steps per contender, {args.threads} thread(s), "
+          f"networks on {device}; "
           f"ratios against {BASELINES['ppo']} (PPO) and {BASELINES['dqn']} (DQN):")
     print(format_table(["contender", "env steps/s", "update s", "wall s", "gradient steps", "vs SB3"], table))
     result = {"benchmark": "atari", "steps": steps["ppo"], "dqn_steps": steps["dqn"], "threads": args.threads,
+              "device": device, "cpus": os.cpu_count(),
               "config": args.config, "dqn_config": args.dqn_config, "runs": rows}
     write_results(result, args.out)
     return result

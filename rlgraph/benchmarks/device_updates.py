@@ -103,10 +103,9 @@ def sb3_model(algo: str, device: str, capacity: int) -> Any:
                         optimize_memory_usage=False, verbose=0)
     else:
         hp = dict(SAC_HP, buffer_size=capacity)
-        model = make_sb3_sac(hp, seed=1)
-        if device != "cpu":
-            model.policy.to(device)
-            model.device = model.policy.device
+        # (Made on the device: moving the policy afterwards would leave the entropy coefficient and
+        # the replay buffer's samples on the CPU.)
+        model = make_sb3_sac(hp, seed=1, device=device)
     model.set_logger(configure(None, []))
     return model
 

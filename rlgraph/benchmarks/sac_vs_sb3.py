@@ -117,8 +117,9 @@ def run_sb3(hp: Dict[str, Any], steps: int, seed: int, threads: int, eval_episod
                             to_env_action=to_env_action)
 
 
-def make_sb3_model(hp: Dict[str, Any], seed: int) -> Any:
-    """SB3's SAC on a Pendulum-v1 env with the hyperparameters `hp` (rl-zoo's)."""
+def make_sb3_model(hp: Dict[str, Any], seed: int, device: str = "cpu") -> Any:
+    """SB3's SAC on a Pendulum-v1 env with the hyperparameters `hp` (rl-zoo's), its networks, entropy
+    coefficient and replay samples on `device`."""
     sb3 = sb3_peer.require_sb3(NAME)
     import gymnasium as gym
     return sb3.SAC(
@@ -127,7 +128,7 @@ def make_sb3_model(hp: Dict[str, Any], seed: int) -> Any:
         train_freq=hp["train_freq"], gradient_steps=hp["gradient_steps"], ent_coef=f"auto_{hp['initial_alpha']}",
         target_update_interval=1, target_entropy=hp["target_entropy"],
         policy_kwargs=dict(net_arch=list(hp["net_arch"]), optimizer_kwargs=dict(eps=hp["adam_epsilon"])),
-        seed=seed, device="cpu", verbose=0)
+        seed=seed, device=device, verbose=0)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
