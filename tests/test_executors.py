@@ -97,7 +97,8 @@ def test_export_graph_runs_without_the_build(backend, tmp_path):
         module = torch.load(path, weights_only=False)
         assert isinstance(module, torch.nn.Module)
         assert sorted(n for n, _ in module.named_parameters()) == ["v0", "v1"]
-        out = module("run", torch.from_numpy(x)).detach().numpy()
+        device = next(module.parameters()).device  # (The executor's: a GPU where torch sees one.)
+        out = module("run", torch.from_numpy(x).to(device)).detach().cpu().numpy()
     recursive_assert_almost_equal(out, expected)
 
 
@@ -211,8 +212,9 @@ _HEAP_SCRIPT = textwrap.dedent("""
     from components_for_tests import Top
     from rlgraph.spaces import FloatBox
     from rlgraph.tests import ComponentTest
+    # (On the CPU: the promise is about host memory; a GPU executor's CUDA runtime allocates on its own.)
     ComponentTest(Top(scope="top"), input_spaces=dict(x=FloatBox(shape=(3,), add_batch_rank=True)),
-                  backend="pytorch")
+                  backend="pytorch", execution_spec={{"device": "cpu"}})
 
     def update_like():  # 24 temporaries of 256 KiB (6 MiB) alive at once, then all freed.
         return [torch.ones(256, 256) for _ in range(24)]

@@ -37,10 +37,12 @@ def load_and_run(format: str, path: str, states: Any, space: Space) -> Any:  # n
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=DeprecationWarning)  # (TorchScript's own notice.)
             module = torch.jit.load(path)
+        # (An export of an agent on a GPU holds its tensors there: the states go where they are.)
+        device = next(iter(module.parameters()), next(iter(module.buffers()), torch.empty(0))).device
         with torch.no_grad():
-            inputs = {n: torch.from_numpy(v) for n, v in feeds.items()}
+            inputs = {n: torch.from_numpy(v).to(device) for n, v in feeds.items()}
             out = module(inputs["states"] if names == ["states"] else inputs)
-        return out.numpy() if hasattr(out, "numpy") else {k: v.numpy() for k, v in out.items()}
+        return out.cpu().numpy() if hasattr(out, "numpy") else {k: v.cpu().numpy() for k, v in out.items()}
     if format == "onnx":
         import onnxruntime
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])

@@ -80,9 +80,11 @@ def _torch_module(agent: Any, api: str, select: Select, in_space: Space, positio
 
 
 @contextlib.contextmanager
-def _torch_tracing():
+def _torch_tracing(device: Any):
+    """Tracing on `device`, the agent's: its graph functions make their tensors where its variables
+    are, as in the agent's own calls (a GPU agent's export runs on that GPU; see `_torch_examples`)."""
     import torch
-    with torch.no_grad(), warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings(), torch.device(device):
         # Python-side shape checks become constants of the trace; the export is verified on other
         # batch sizes afterwards, which catches a trace that does not generalize.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
@@ -92,20 +94,22 @@ def _torch_tracing():
         yield
 
 
-def _torch_examples(in_space: Space) -> List[Any]:
+def _torch_examples(in_space: Space, device: Any) -> List[Any]:
+    """The example batch to trace with, on `device` (the agent's: its variables are there)."""
     import torch
     examples = flatten_op(sample_states(in_space, _TRACE_ROWS, 7))
-    return [torch.from_numpy(np.ascontiguousarray(v)) for v in examples.values()]
+    return [torch.from_numpy(np.ascontiguousarray(v)).to(device) for v in examples.values()]
 
 
 def _write_torchscript(agent: Any, api: str, select: Select, in_space: Space, path: str, metadata: dict,
                        where: str) -> None:
     import torch
     module = _torch_module(agent, api, select, in_space, positional=False)
-    examples = _torch_examples(in_space)
+    device = agent.graph_executor.device
+    examples = _torch_examples(in_space, device)
     example = examples[0] if len(examples) == 1 else dict(zip(input_names(in_space), examples))
     try:
-        with _torch_tracing():
+        with _torch_tracing(device):
             traced = torch.jit.trace(module, (example,), check_trace=False, strict=False)
             torch.jit.save(traced, path, _extra_files={METADATA_NAME: json.dumps(metadata)})
     except Exception as error:  # noqa: BLE001 - the tracer raises many types.
@@ -118,11 +122,12 @@ def _write_onnx(agent: Any, api: str, select: Select, in_space: Space, path: str
     import onnx
     import torch
     module = _torch_module(agent, api, select, in_space, positional=True)
-    examples = _torch_examples(in_space)
+    device = agent.graph_executor.device
+    examples = _torch_examples(in_space, device)
     batch = torch.export.Dim("batch")
     out_names = [("actions" if n == "states" else n) for n in input_names(agent.action_space)]
     try:
-        with _torch_tracing(), _quiet():
+        with _torch_tracing(device), _quiet():
             program = torch.onnx.export(module, tuple(examples), dynamo=True, verbose=False,
                                         input_names=input_names(in_space), output_names=out_names,
                                         dynamic_shapes=(tuple({0: batch} for _ in examples),), opset_version=_ONNX_OPSET)

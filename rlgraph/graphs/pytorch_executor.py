@@ -376,7 +376,11 @@ def _make_exported_class():
             if api_name not in self.api_names:
                 raise RLGraphError(f"no API method '{api_name}'", where="exported component",
                                    expected=self.api_names)
-            with backend_scope("pytorch"):
+            # On the device of its variables, as the executor's calls run (inputs are the caller's to
+            # put there, as for any torch module).
+            tensors = list(self.parameters()) + list(self.buffers())
+            device = tensors[0].device if tensors else torch.device("cpu")
+            with backend_scope("pytorch"), (contextlib.nullcontext() if device.type == "cpu" else device):
                 return getattr(self.root, api_name)(*args)
     return _Exported
 

@@ -282,7 +282,8 @@ def _call_numpy(fn, inputs: list, out_specs: list) -> list:
         return list(outs)
     import torch
     arrays = [x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x) for x in inputs]
-    return [torch.from_numpy(np.asarray(out, dtype=convert_dtype(d))) for out, (d, _) in zip(fn(*arrays), out_specs)]
+    # (as_tensor: the env's outputs go to the device whose context the graph function runs under.)
+    return [torch.as_tensor(np.asarray(out, dtype=convert_dtype(d))) for out, (d, _) in zip(fn(*arrays), out_specs)]
 
 
 def _concat_tf(rows):

@@ -94,7 +94,8 @@ class StringToHashBucket(StringLayer):
             return self._hash_buckets_tf(text)
         import torch
         hash_bucket, lengths = _hash_buckets_numpy(text, self.delimiter, self.num_hash_buckets, self.dtype)
-        return torch.from_numpy(hash_bucket), torch.from_numpy(lengths)
+        # (as_tensor: on the device whose context the graph function runs under, where the lookup is.)
+        return torch.as_tensor(hash_bucket), torch.as_tensor(lengths)
 
     def _hash_buckets_tf(self, text):
         import tensorflow as tf
