@@ -2,6 +2,7 @@
 import threading
 
 import pytest
+from backend_marks import needs_tf
 
 import rlgraph
 from rlgraph import backend_system
@@ -34,8 +35,9 @@ def test_no_backend_installed_raises_clear_error(monkeypatch):
     assert isinstance(info.value, ImportError)
 
 
-@pytest.mark.parametrize("name, expected", [("tf", "tf"), ("pytorch", "pytorch"), ("torch", "pytorch"),
-                                            ("TF", "tf"), ("tensorflow", "tf")])
+@pytest.mark.parametrize("name, expected", [pytest.param("tf", "tf", marks=needs_tf), ("pytorch", "pytorch"),
+                                            ("torch", "pytorch"), pytest.param("TF", "tf", marks=needs_tf),
+                                            pytest.param("tensorflow", "tf", marks=needs_tf)])
 def test_set_backend_and_aliases(name, expected):
     rlgraph.set_backend(name)
     assert rlgraph.get_backend() == expected
@@ -57,6 +59,7 @@ def test_set_backend_of_missing_package(monkeypatch):
     assert info.value.backend == "tf" and ".[tf]" in str(info.value)
 
 
+@needs_tf
 def test_environment_variable(monkeypatch):
     monkeypatch.setenv("RLGRAPH_BACKEND", "tf")
     assert rlgraph.get_backend() == "tf"
@@ -70,6 +73,7 @@ def test_bad_environment_variable_names_the_variable(monkeypatch):
         rlgraph.get_backend()
 
 
+@needs_tf
 def test_backend_scope_nests_and_restores():
     rlgraph.set_backend("pytorch")
     with rlgraph.backend_scope("tf"):
@@ -80,6 +84,7 @@ def test_backend_scope_nests_and_restores():
     assert rlgraph.get_backend() == "pytorch"
 
 
+@needs_tf
 def test_backend_scope_restores_after_exception():
     with pytest.raises(ValueError):
         with rlgraph.backend_scope("tf"):
@@ -87,6 +92,7 @@ def test_backend_scope_restores_after_exception():
     assert rlgraph.get_backend() == "pytorch"
 
 
+@needs_tf
 def test_backend_scope_is_per_thread():
     seen = {}
     inside = threading.Event()

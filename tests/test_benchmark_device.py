@@ -6,10 +6,12 @@ and XLA compiles the updates in about a second where Inductor takes 5-9 s each. 
 updates are checked against uncompiled ones in tests/test_compile.py."""
 import numpy as np
 import pytest
+from backend_marks import needs_tf
 
 pytest.importorskip("stable_baselines3")
 
 
+@needs_tf
 def test_device_benchmark_quick(capsys):
     from rlgraph.benchmarks.device_updates import main
     result = main(["--quick", "--backends", "tf", "--out", ""])
@@ -28,6 +30,7 @@ def test_device_benchmark_quick(capsys):
     assert status["compiled"] is False and "random ops" in status["reason"]
 
 
+@needs_tf
 def test_act_and_update_benchmarks_time_a_compiled_twin():
     # TF only, for the reason in this module's docstring.
     from rlgraph.benchmarks import act_overhead, update_overhead

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from backend_marks import needs_tf
 
 import rlgraph
 from rlgraph.cli.main import EXIT_UNAVAILABLE, main
@@ -21,7 +22,7 @@ def _tiny_config(tmp_path):
                             log_interval=100, checkpoint_interval=200, stop_at_return=None)
 
 
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_train_evaluate_visualize(capsys, tmp_path, backend):
     out = tmp_path / "run"
     assert main(["train", str(_tiny_config(tmp_path)), "--backend", backend, "--seed", "1", "--output-dir", str(out),

@@ -1,6 +1,7 @@
 """Conv2DLayer, MaxPool2DLayer, ConcatLayer and ResidualLayer against numpy, on both backends."""
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.components.layers.nn.concat_layer import ConcatLayer
 from rlgraph.components.layers.nn.conv2d_layer import Conv2DLayer
@@ -75,6 +76,7 @@ def test_conv2d_batch_and_time_ranks_and_no_bias(backend):
                                                            add_time_rank=True)
 
 
+@needs_both_backends
 def test_conv2d_same_weights_give_same_outputs_across_backends():
     x = images((3, 6, 6, 2), seed=2)
     outputs, weights = {}, {}
@@ -222,6 +224,7 @@ def test_residual_conv_units_match_numpy(backend):
     test.test(("apply", x), expected_outputs=x + h, decimals=5)
 
 
+@needs_both_backends
 def test_residual_same_weights_across_backends():
     x = images((3, 4), seed=5)
     outputs = {}

@@ -4,6 +4,7 @@ backends; spec checks that fail before the build run once.
 """
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.agents import Agent, DDPGAgent
 from rlgraph.spaces import BoolBox, Dict, FloatBox, IntBox
@@ -203,6 +204,7 @@ def test_export_serves_the_greedy_actions(backend, tmp_path):
     np.testing.assert_allclose(np.asarray(actions), agent.get_action(states, use_exploration=False), rtol=1e-6)
 
 
+@needs_both_backends
 def test_the_same_weights_act_and_learn_alike_on_both_backends():
     agents = [_agent(backend) for backend in ("tf", "pytorch")]
     weights = agents[0].graph_executor.get_weights()

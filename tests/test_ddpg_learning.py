@@ -7,6 +7,7 @@ seeds 1 to 6 passed -300 after 4000 or 5000 env steps; ~32 s per seed on a quiet
 ~100 s when other jobs load it. The full config's figures over 20k steps: docs/agents/ddpg.md.
 """
 import pytest
+from backend_marks import needs_tf
 
 from test_learning import _run_seeds
 
@@ -21,7 +22,7 @@ SMALL = [f"network_spec={HIDDEN}", f"critic_network_spec={HIDDEN}", "update_spec
          f"training_spec.stop_at_return={TARGET}"]
 
 
-@pytest.mark.parametrize("backend, seeds", [("pytorch", [1, 2]), ("tf", [1])])
+@pytest.mark.parametrize("backend, seeds", [("pytorch", [1, 2]), pytest.param("tf", [1], marks=needs_tf)])
 def test_ddpg_pendulum(backend, seeds):
     """Mean greedy return >= -300 over 5 episodes within 10k env steps, for every seed."""
     solved = _run_seeds(CONFIG, backend, seeds, SMALL)

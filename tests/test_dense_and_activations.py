@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.components import Component
 from rlgraph.components.layers import DenseLayer, NNLayer
@@ -67,6 +68,7 @@ def test_fan_in_uniform_bounds_variance_and_bias_fan_in():
         get_initializer({"type": "he_uniform", "fan_in": 3})
 
 
+@needs_both_backends
 def test_dense_layer_fan_in_uniform_bias_uses_the_kernel_fan_in_on_both_backends():
     values = {}
     for backend in ("tf", "pytorch"):
@@ -144,6 +146,7 @@ def test_dense_layer_over_batch_and_time(backend):
     assert out_space == FloatBox(shape=(2,), add_batch_rank=True, add_time_rank=True)
 
 
+@needs_both_backends
 def test_dense_layer_same_seed_same_weights_across_backends():
     outputs, weights = {}, {}
     x = np.random.RandomState(1).normal(size=(3, 5)).astype(np.float32)

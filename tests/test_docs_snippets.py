@@ -32,7 +32,10 @@ def _run_doc(name: str, backend: str, num_blocks: int, use_blocks: int = None, n
     else:
         assert len(blocks) >= num_blocks
     blocks = blocks[first_block:use_blocks]
-    code = "\n".join(textwrap.dedent(block) for block in blocks).replace('backend="tf"', f'backend="{backend}"')
+    code = "\n".join(textwrap.dedent(block) for block in blocks)
+    # Both ways a page names the backend: a keyword argument and a config's key (the pytorch case of a
+    # page with only the key ran TF before).
+    code = code.replace('backend="tf"', f'backend="{backend}"').replace('"backend": "tf"', f'"backend": "{backend}"')
     if namespace is None:
         namespace = {"__name__": "doc_snippet"}
     exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - our own documentation

@@ -9,6 +9,7 @@ actions, one linear hidden layer of 5 units unless a test says otherwise.
 
 import numpy as np
 import pytest
+from backend_marks import needs_tf
 
 from agent_helpers import _perturb_target, _random_batch, _target_q
 from seed_pool import map_seeds
@@ -446,7 +447,7 @@ def _pretrain_and_evaluate(backend, seed):
 
 
 @pytest.mark.learning
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_pre_training_on_demonstrations_alone_solves_grid_world(backend):
     """After update_from_demos alone (no env step of its own) the greedy policy reaches the goal of
     GridWorld 4x4 from every cell where the expert started, for every seed."""

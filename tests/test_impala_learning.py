@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from backend_marks import needs_tf
 from seed_pool import map_seeds
 from test_learning import _run_seeds
 
@@ -115,7 +116,7 @@ def _report(name, results):
               f"(mean training return {mean_return:.1f}, {wall:.1f} s)")
 
 
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_single_impala_learns_grid_world_2x2(backend):
     """Within 150 updates, every seed prefers down at the start and goes right (> 0.99) below it."""
     seeds = [1, 2, 3]
@@ -136,6 +137,7 @@ def test_single_impala_cartpole_pytorch():
     assert sum(map(bool, solved)) >= 2, solved
 
 
+@needs_tf
 def test_single_impala_cartpole_tf():
     """One TF seed with asynchronous actors reaches a mean training return >= 100 within 500 updates
     (seeds 1, 2, 3 took 136-146 updates, 20-26 s, running together)."""

@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.agents.impala.networks import impala_network_spec
 from rlgraph.components import Component
@@ -71,6 +72,7 @@ def test_large_residual_block_matches_numpy(backend):
     test.test(("apply", x), expected_outputs=x + h, decimals=5)
 
 
+@needs_both_backends
 @pytest.mark.parametrize("architecture", ["small", "large"])
 def test_torso_same_weights_same_outputs_across_backends(architecture):
     x = np.random.RandomState(2).uniform(0.0, 255.0, size=(2, 40, 48, 3)).astype(np.float32)

@@ -10,8 +10,10 @@ config is in docs/performance.md.
 from concurrent.futures import FIRST_COMPLETED, wait
 
 import pytest
+from backend_marks import needs_tf
 from seed_pool import discard_if_broken, pool_size, seed_pool
 
+from rlgraph.backend_system import is_backend_installed
 from rlgraph.execution.training import train
 
 pytestmark = pytest.mark.learning
@@ -63,7 +65,7 @@ def _run_seeds(config, backend, seeds, overrides=(), required=None, run=None):
     return [results.get(seed) for seed in seeds]
 
 
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_dqn_solves_grid_world_4x4(backend):
     """The greedy policy reaches the goal (return 1.0) within 5000 steps for every seed."""
     solved = _run_seeds("configs/dqn_gridworld_4x4.json", backend, [1, 2, 3])
@@ -80,6 +82,7 @@ def test_dqn_cartpole_pytorch():
     assert sum(map(bool, solved)) >= 2, solved
 
 
+@needs_tf
 def test_dqn_cartpole_tf():
     """The same on TensorFlow for at least 1 of 2 seeds (the second runs only when the first fails;
     the PyTorch test above checks the config's reliability, this one the TF backend's learning).
@@ -151,7 +154,7 @@ def test_seed_runs_in_a_reused_worker_equal_a_fresh_process():
     the same run gives in a newly spawned process (both backends), even after another run."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    backends = ["pytorch", "tf"]
+    backends = [b for b in ("pytorch", "tf") if is_backend_installed(b)]  # (Both where both are installed.)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as fresh:
         expected = list(fresh.map(_fingerprint, backends, [1, 1]))
     reused = list(seed_pool().map(_fingerprint_after_another_run, backends, [1, 1]))

@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.components import Component
 from rlgraph.components.layers import DenseLayer
@@ -37,6 +38,7 @@ def test_three_layer_network_from_json_list(backend):
     recursive_assert_almost_equal(out["output"], expected, decimals=5)
 
 
+@needs_both_backends
 def test_network_parity_with_the_same_weights():
     x = np.random.RandomState(5).normal(size=(4, 5)).astype(np.float32)
     weights = None

@@ -5,6 +5,7 @@ at its first greedy evaluation with a mean return >= 475. The full-length figure
 for PPO, 500k for A2C, more seeds) are in docs/performance.md.
 """
 import pytest
+from backend_marks import needs_tf
 
 from test_learning import CARTPOLE_TARGET, _run_seeds
 
@@ -18,6 +19,7 @@ def test_ppo_cartpole_pytorch():
     assert all(solved), solved
 
 
+@needs_tf
 def test_ppo_cartpole_tf():
     """The same on TensorFlow for 1 seed."""
     solved = _run_seeds("configs/ppo_cartpole.json", "tf", [1],
@@ -25,7 +27,7 @@ def test_ppo_cartpole_tf():
     assert all(solved), solved
 
 
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_a2c_cartpole(backend):
     """A2C reaches a greedy mean return >= 475 within 150k env steps for 2 of 2 seeds."""
     solved = _run_seeds("configs/a2c_cartpole.json", backend, [1, 2],

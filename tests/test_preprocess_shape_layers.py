@@ -2,6 +2,7 @@
 RankReinterpreter; numbers vs numpy and output spaces (with batch/time flags) on both backends."""
 import numpy as np
 import pytest
+from backend_marks import needs_both_backends
 
 from rlgraph.components import Component
 from rlgraph.components.layers.nn.dense_layer import DenseLayer
@@ -328,6 +329,7 @@ def test_moving_standardize_errors(backend):
         ComponentTest(MovingStandardize(), input_spaces=dict(inputs=FloatBox(shape=(2,))), backend=backend)
 
 
+@needs_both_backends
 def test_stateful_layers_cross_backend_parity():
     rng = np.random.RandomState(5)
     xs = [rng.standard_normal((1, 2)).astype(np.float32) for _ in range(4)]

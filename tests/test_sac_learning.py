@@ -9,6 +9,7 @@ episodes) first reached the target and its wall time. Measured on the 2-core mac
 full config's 20k-step figures (3 PyTorch seeds, one TF seed) are in docs/agents/sac.md.
 """
 import pytest
+from backend_marks import needs_tf
 
 from test_learning import _run_seeds
 
@@ -27,7 +28,7 @@ SMALL = [f"network_spec={_hidden('')}", f"value_function_spec={_hidden('vf-')}",
          f"training_spec.stop_at_return={PENDULUM_TARGET}"]
 
 
-@pytest.mark.parametrize("backend, seeds", [("pytorch", [1, 2]), ("tf", [1])])
+@pytest.mark.parametrize("backend, seeds", [("pytorch", [1, 2]), pytest.param("tf", [1], marks=needs_tf)])
 def test_sac_pendulum(backend, seeds):
     """Mean greedy return >= -400 within 6000 env steps for every seed, evaluated every 500 steps."""
     solved = _run_seeds("configs/sac_pendulum.json", backend, seeds, SMALL)

@@ -10,6 +10,7 @@ step 3500, 3000, 3500, 3000; TF seeds 1 to 4 at 3000, 3000, 3500, 3500; 12-16 CP
 seed; the whole file 30 CPU seconds (29.5 s wall) on a quiet machine. The full config's figures: docs/agents/td3.md.
 """
 import pytest
+from backend_marks import needs_tf
 
 from test_ddpg_learning import HIDDEN
 from test_learning import _run_seeds
@@ -24,7 +25,7 @@ SMALL = [f"network_spec={HIDDEN}", f"critic_network_spec={HIDDEN}", "update_spec
          f"training_spec.stop_at_return={TARGET}"]
 
 
-@pytest.mark.parametrize("backend", ["pytorch", "tf"])
+@pytest.mark.parametrize("backend", ["pytorch", pytest.param("tf", marks=needs_tf)])
 def test_td3_pendulum(backend):
     """Mean greedy return >= -400 over 5 episodes within 5000 env steps (seed 1)."""
     solved = _run_seeds(CONFIG, backend, [1], SMALL)
