@@ -40,7 +40,28 @@ def test_a_tiny_run_times_rlgraph_and_sb3_with_the_same_updates(tmp_path):
     assert runs["rlgraph-sync"]["num_updates"] == runs["sb3-subproc"]["num_updates"] == 4
     assert all(run["steps_per_s"] > 0 and run["ratio_vs_sb3"] is None for run in runs.values())  # (No sb3-dummy.)
     written = json.loads(out.read_text())
-    assert written["steps"] == 32 and written["device"] == "cpu"
+    assert written["steps"] == 32 and written["device"] == "cpu" and written["complete"] is True
+
+
+def test_a_run_cut_short_keeps_the_contenders_it_measured(tmp_path, monkeypatch):
+    """The results are written after each contender (a device lease or a timeout may end the run):
+    the file then holds the finished contenders and says the run is not complete."""
+    calls = []
+
+    def run_isolated(fn, *args):
+        calls.append(fn.__name__)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # (The run is stopped during the second contender.)
+        return {"contender": "x", "env_steps": 10, "wall_s": 1.0, "steps_per_s": 10.0, "update_s": 0.5,
+                "num_updates": 2}
+
+    monkeypatch.setattr(atari, "run_isolated", run_isolated)
+    out = tmp_path / "atari.json"
+    with pytest.raises(KeyboardInterrupt):
+        atari.main(["--contenders", "rlgraph-sync", "sb3-dummy", "--out", str(out)])
+    written = json.loads(out.read_text())
+    assert written["complete"] is False and [run["algo"] for run in written["runs"]] == ["ppo"]
+    assert written["runs"][0]["steps_per_s"] == 10.0 and calls == ["run_rlgraph", "run_sb3"]
 
 
 @pytest.mark.parametrize("device", ["auto", "cpu:1", "tpu"])

@@ -225,6 +225,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
             raise RLGraphError(f"the {algo.upper()} config is missing", where="benchmark atari", received=configs[algo],
                                hint="run from a checkout (configs/) or pass --config / --dqn-config PATH.")
     rows = []
+    result = {"benchmark": "atari", "steps": steps["ppo"], "dqn_steps": steps["dqn"], "threads": args.threads,
+              "device": device, "cpus": os.cpu_count(), "config": args.config, "dqn_config": args.dqn_config,
+              "runs": rows, "complete": False}
     for name in args.contenders:
         algo = _algo(name)
         if algo == "dqn":
@@ -232,10 +235,11 @@ def main(argv: Optional[List[str]] = None) -> dict:
         else:
             library, kind = name.split("-", 1)
             fn, call_args = (run_rlgraph if library == "rlgraph" else run_sb3), (kind,)
-        result = run_isolated(fn, configs[algo], *call_args, steps[algo], args.threads, device)
-        rows.append(dict(result, contender=name) if failed(result) else dict(result, algo=algo))
-        print(f"{name}: " + (result["error"] if failed(result) else f"{result['steps_per_s']:.1f} env steps/s"),
+        outcome = run_isolated(fn, configs[algo], *call_args, steps[algo], args.threads, device)
+        rows.append(dict(outcome, contender=name) if failed(outcome) else dict(outcome, algo=algo))
+        print(f"{name}: " + (outcome["error"] if failed(outcome) else f"{outcome['steps_per_s']:.1f} env steps/s"),
               flush=True)
+        write_results(result, args.out)  # (After each contender: a run cut short keeps what it measured.)
     by_name = {row["contender"]: row for row in rows if not failed(row)}
     for row in by_name.values():
         baseline = by_name.get(BASELINES[row["algo"]])
@@ -247,9 +251,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
           f"networks on {device}; "
           f"ratios against {BASELINES['ppo']} (PPO) and {BASELINES['dqn']} (DQN):")
     print(format_table(["contender", "env steps/s", "update s", "wall s", "gradient steps", "vs SB3"], table))
-    result = {"benchmark": "atari", "steps": steps["ppo"], "dqn_steps": steps["dqn"], "threads": args.threads,
-              "device": device, "cpus": os.cpu_count(),
-              "config": args.config, "dqn_config": args.dqn_config, "runs": rows}
+    result["complete"] = True
     write_results(result, args.out)
     return result
 
