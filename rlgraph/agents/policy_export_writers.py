@@ -84,7 +84,8 @@ def _torch_tracing(device: Any):
     """Tracing on `device`, the agent's: its graph functions make their tensors where its variables
     are, as in the agent's own calls (a GPU agent's export runs on that GPU; see `_torch_examples`)."""
     import torch
-    with torch.no_grad(), warnings.catch_warnings(), torch.device(device):
+    on_device = contextlib.nullcontext() if device.type == "cpu" else device  # (The CPU needs no context.)
+    with torch.no_grad(), warnings.catch_warnings(), on_device:
         # Python-side shape checks become constants of the trace; the export is verified on other
         # batch sizes afterwards, which catches a trace that does not generalize.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
