@@ -96,3 +96,23 @@ def test_an_eager_random_op_during_another_threads_trace_works(monkeypatch):
     with _graph_seed(3):
         value = tf.random.uniform([2]).numpy()  # The other thread's eager op, here in one thread.
     assert value.shape == (2,) and np.all((value >= 0) & (value < 1))
+
+
+def test_a_draw_without_a_device_takes_the_generator_of_the_default_device():
+    """A graph function's draw that names no device (torch.rand(shape)) comes from the current
+    generator of the default device: the CPU's outside any device context, the context's device's
+    inside one (a GPU executor's calls, a placed component's). The meta device stands in for a GPU."""
+    torch = pytest.importorskip("torch")
+    from rlgraph.utils import torch_random
+    cpu, meta = torch.Generator().manual_seed(5), object()
+    previous = torch_random.set_current({"cpu": cpu, "meta": meta})
+    try:
+        assert torch_random._current(None) is cpu
+        with torch.device("meta"):
+            assert torch_random._current(None) is meta
+        assert torch_random._current(torch.device("meta")) is meta and torch_random._current("cpu") is cpu
+        expected = torch.rand((3,), generator=torch.Generator().manual_seed(5))
+        assert torch.equal(torch_random.rand((3,)), expected)  # (The CPU generator's own draws.)
+    finally:
+        torch_random.set_current(previous)
+    assert torch_random._current(None) is None  # (Outside an executor's call: torch's global one.)
